@@ -1,0 +1,103 @@
+"""ipywidgets explorers: shared machinery here, one module per chapter topic beside it.
+
+Book: every chapter's main trade-off. An explorer is a set of controls plus a pure ``draw``
+function (numpy + matplotlib, < 100 ms). ``explorer()`` wires them with ``interactive_output``;
+the initial view is drawn at once, so the static website (which stores the widget state) shows a
+real figure. Works with ipywidgets 7.7 (Colab) and 8.x. Cells that display an explorer carry the
+``nbval-ignore-output`` tag (nbval cannot compare widget output areas).
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+__all__ = ["explorer", "time_update", "dropdown", "int_slider", "float_slider", "log_slider",
+           "toggle"]
+
+
+def _w():
+    import ipywidgets
+    return ipywidgets
+
+
+_STYLE = {"description_width": "initial"}
+
+
+def dropdown(options, value=None, description=""):
+    """A Dropdown; ``options`` is a list of values or (label, value) pairs."""
+    w = _w()
+    opts = list(options)
+    if value is None:
+        value = opts[0][1] if isinstance(opts[0], tuple) else opts[0]
+    return w.Dropdown(options=opts, value=value, description=description, style=_STYLE)
+
+
+def int_slider(value, min, max, step=1, description=""):
+    w = _w()
+    return w.IntSlider(value=value, min=min, max=max, step=step, description=description,
+                       style=_STYLE, continuous_update=False, layout=w.Layout(width="420px"))
+
+
+def float_slider(value, min, max, step, description="", fmt=".2f"):
+    w = _w()
+    return w.FloatSlider(value=value, min=min, max=max, step=step, description=description,
+                         readout_format=fmt, style=_STYLE, continuous_update=False,
+                         layout=w.Layout(width="420px"))
+
+
+def log_slider(value, min_exp, max_exp, step=0.25, description="", base=10, fmt=".3g"):
+    """A FloatLogSlider: value must equal base**(min_exp + k*step) to show exactly on the page."""
+    w = _w()
+    return w.FloatLogSlider(value=value, base=base, min=min_exp, max=max_exp, step=step,
+                            description=description, readout_format=fmt, style=_STYLE,
+                            continuous_update=False, layout=w.Layout(width="420px"))
+
+
+def toggle(options, value=None, description=""):
+    w = _w()
+    opts = list(options)
+    return w.ToggleButtons(options=opts, value=value if value is not None else
+                           (opts[0][1] if isinstance(opts[0], tuple) else opts[0]),
+                           description=description, style=_STYLE)
+
+
+def explorer(controls: dict, draw: Callable, *, columns: int = 2):
+    """Controls on top, output below; ``draw(**values)`` makes the figure/text for those values.
+
+    ``draw`` should call ``plt.show()`` (or print) itself. A ValueError from the library is shown
+    as a message in the output, never as a traceback: bad combinations are part of exploring.
+    """
+    w = _w()
+    import matplotlib.pyplot as plt
+
+    def safe(**kw):
+        try:
+            draw(**kw)
+        except (ValueError, KeyError) as e:
+            plt.close("all")
+            print(f"⚠️ {e}")
+
+    out = w.interactive_output(safe, controls)
+    boxes = list(controls.values())
+    rows = [w.HBox(boxes[i:i + columns]) for i in range(0, len(boxes), columns)]
+    return w.VBox(rows + [out])
+
+
+def time_update(draw: Callable, repeats: int = 5, **values) -> float:
+    """Median seconds of one ``draw(**values)`` with a non-interactive backend (for budgets)."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    backend = matplotlib.get_backend()
+    ts = []
+    try:
+        plt.switch_backend("Agg")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            draw(**values)
+            plt.close("all")
+            ts.append(time.perf_counter() - t0)
+    finally:
+        plt.switch_backend(backend)
+    ts.sort()
+    return ts[len(ts) // 2]

@@ -375,56 +375,13 @@ def hlo_summary(hlo_text: str) -> list:
 
 
 def decode_replica_groups(text: str, n_devices: int | None = None):
-    """Decode the three replica-group spellings XLA prints into a tuple of device-id tuples.
+    """Decode XLA's three replica-group spellings into a tuple of device-id tuples.
 
-    ``{{0,1},{2,3}}`` (explicit), ``[2,4]<=[8]`` or ``[2,4]<=[4,2]T(1,0)`` (iota), and
-    ``mesh['axis_0'=4,'axis_1'=2] {'axis_1'}`` (+ optional ``device_ids=(...)``) (mesh form).
-    Returns None for an empty/unknown spelling.
+    ``{{0,1},{2,3}}`` (explicit), ``[2,4]<=[8]`` / ``[2,4]<=[4,2]T(1,0)`` (iota) and
+    ``mesh['axis_0'=4,'axis_1'=2] {'axis_1'}`` (mesh form). Delegates to ``hlo`` (chapter 3).
     """
-    if not isinstance(text, str):
-        raise TypeError(f"replica groups must be text, got {type(text).__name__}")
-    t = text.strip()
-    if t.startswith("{"):
-        groups = re.findall(r"\{([\d,\s]*)\}", t)
-        out = tuple(tuple(int(x) for x in g.split(",") if x.strip()) for g in groups)
-        out = tuple(g for g in out if g)
-        return out or None
-    m = re.match(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", t)
-    if m:
-        return _iota_groups(m.group(1), m.group(2), m.group(3))
-    m = re.match(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}", t)
-    if m:
-        axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", m.group(1))
-        names = [a for a, _ in axes]
-        sizes = [int(s) for _, s in axes]
-        red = re.findall(r"'([^']+)'", m.group(2))
-        n = math.prod(sizes)
-        ids = np.arange(n)
-        dm = re.search(r"device_ids=\(\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?\)", t)
-        if dm:
-            tdims = dm.group(2) or dm.group(1)
-            ids = np.arange(n).reshape([int(x) for x in tdims.split(",")])
-            if dm.group(3):
-                ids = ids.transpose([int(x) for x in dm.group(3).split(",")])
-            ids = ids.reshape(-1)
-        grid = ids.reshape(sizes)
-        if not red:
-            return tuple((int(i),) for i in ids)
-        keep = [i for i, nm in enumerate(names) if nm not in red]
-        moved = np.moveaxis(grid, [names.index(r) for r in red], list(range(len(sizes) - len(red), len(sizes))))
-        gs = moved.reshape(math.prod(sizes[i] for i in keep) if keep else 1, -1)
-        return tuple(tuple(int(x) for x in g) for g in gs)
-    return None
-
-
-def _iota_groups(gdims, dims, perm):
-    g = [int(x) for x in gdims.split(",")]
-    d = [int(x) for x in dims.split(",")]
-    a = np.arange(math.prod(d)).reshape(d)
-    if perm:
-        a = a.transpose([int(x) for x in perm.split(",")])
-    a = a.reshape(g[0], -1) if len(g) >= 1 else a.reshape(1, -1)
-    return tuple(tuple(int(x) for x in row) for row in a)
+    from .hlo import decode_replica_groups as _dec
+    return _dec(text, n_devices)
 
 
 @dataclass(frozen=True)
@@ -453,6 +410,8 @@ def collectives(hlo_text: str) -> list:
     """
     ops = hlo_ops(hlo_text)
     shapes = {o.name: o.shape for o in ops}
+    npart = re.search(r"num_partitions=(\d+)", hlo_text)
+    n_dev = int(npart.group(1)) if npart else None
     out = []
     for o in ops:
         k = _base_kind(o.opcode)
@@ -462,12 +421,12 @@ def collectives(hlo_text: str) -> list:
         if o.opcode.endswith("-start") and len(arrs) > 1 and k != "all-to-all":
             arrs = arrs[-1:]  # async start returns (operand, result[, ...]); keep the result
         rg = re.search(r"replica_groups=(\{(?:\{[\d,\s]*\},?)*\}|\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?"
-                       r"|mesh\[[^\]]*\]\s*\{[^}]*\}(?:,\s*device_ids=\([^)]*\))?)", o.attrs)
+                       r"|mesh\[[^\]]*\](?:,\s*device_ids=\([^{]*\))?\s*\{[^}]*\})", o.attrs)
         if k == "collective-permute":
             rg = re.search(r"source_target_pairs=(\{(?:\{[\d,\s]*\},?)*\})", o.attrs)
         text = rg.group(1) if rg else ""
         try:
-            groups = decode_replica_groups(text) if text else None
+            groups = decode_replica_groups(text, n_dev) if text else None
         except (ValueError, IndexError):
             groups = None
         op_bytes = sum(sum(parse_hlo_shape(a).nbytes for a in _array_shapes(shapes.get(x, "")))

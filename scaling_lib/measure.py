@@ -96,16 +96,21 @@ def measure_peak_flops(dtype: str = "f32", n: int = 1024, device=None, n_iter: i
     return 2 * n ** 3 / t
 
 
-def measure_bandwidth(nbytes: int = 2 ** 26, device=None, n_iter: int = 5) -> float:
-    """Achieved memory bandwidth (bytes/s) of ``y = x + 1`` over an f32 array of ``nbytes``
-    (reads and writes counted: 2 × nbytes per call)."""
+def measure_bandwidth(nbytes: int = 2 ** 25, device=None, n_iter: int = 5) -> float:
+    """Achieved read bandwidth (bytes/s): a dot product of two f32 vectors of ``nbytes`` in total.
+
+    A dot product does 2 FLOPs per 8 bytes read, so it is bandwidth-bound on every device
+    (book: sec-01-intensity); its time is the time to stream both vectors. (An elementwise
+    ``x + 1`` would also pay for allocating and writing the output, which on CPUs is dominated
+    by page faults rather than bandwidth.)"""
     jax, jnp = _jax()
     check_positive("nbytes", nbytes, allow_array=False)
     device = device or jax.devices()[0]
-    n = int(nbytes) // 4
+    n = max(int(nbytes) // 8, 1)
     x = jax.device_put(jnp.ones((n,), jnp.float32), device)
-    f = jax.jit(lambda x: x + 1.0)
-    t = time_fn(f, x, n_warmup=1, n_iter=n_iter)
+    y = jax.device_put(jnp.full((n,), 0.5, jnp.float32), device)
+    f = jax.jit(jnp.vdot)
+    t = time_fn(f, x, y, n_warmup=1, n_iter=n_iter)
     return 2 * n * 4 / t
 
 

@@ -88,7 +88,7 @@ EXERCISES = [
                                   "F": int(rng.choice([1024, 4096, 16384]))}, unit="FLOPs/s",
              explain="先线性上升，碰到 1.97e14 的屋顶后变平。"),
     Exercise("1.8b", "crossovers", "numbers",
-             lambda: list(roofline.critical_batch(V5E, w="int8", D=[4096, 1024], F=[4096, 1024])),
+             lambda: [float(b) for b in roofline.critical_batch(V5E, w="int8", D=[4096, 1024], F=[4096, 1024])],
              rtol=0.05, unit="token（D=F=4096, D=F=1024）",
              explain="矩阵越小，输入输出占的字节越多，要更大的批次才能碰到屋顶。"),
     Exercise("1.9", "per_example_intensity", "number",

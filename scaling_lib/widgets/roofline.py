@@ -1,0 +1,147 @@
+"""Chapter 1 explorers: the roofline of a chip with one operation on it, and the critical batch.
+
+Book: sec-01-roofline-plot. ``draw_roofline`` and ``draw_batch`` are pure numpy + matplotlib and
+are what the widgets call; tests time them (< 100 ms).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import hardware, roofline
+from ..units import fmt_time, fmt_num
+
+__all__ = ["DTYPE_MODES", "op_result", "draw_roofline", "roofline_explorer", "draw_batch",
+           "batch_explorer"]
+
+#: dtype combinations: label -> (x, w, out, compute)
+DTYPE_MODES = {
+    "bf16（全部）": ("bf16", "bf16", "bf16", "bf16"),
+    "int8 权重 + bf16 运算": ("bf16", "int8", "bf16", "bf16"),
+    "int8（全部）": ("int8", "int8", "int8", "int8"),
+}
+LINKS = {"HBM": "hbm", "VMEM": "vmem", "ICI（单向单链路）": "ici_1way", "PCIe": "pcie"}
+OPS = {"矩阵乘法 X[B,D]·W[D,F]": "matmul", "点积（长度 N=D·F）": "dot",
+       "逐样本权重 X[B,D]·W[B,D,F]": "per_example_matmul"}
+
+
+def op_result(chip, op: str, mode: str, link: str, B: int, D: int, F: int) -> roofline.RooflineResult:
+    """The RooflineResult of the chosen op; raises ValueError for impossible combinations."""
+    chip = hardware.get(chip)
+    if mode not in DTYPE_MODES:
+        raise ValueError(f"unknown dtype mode {mode!r}; allowed: {', '.join(DTYPE_MODES)}")
+    x, w, out, compute = DTYPE_MODES[mode]
+    if op == "matmul":
+        flops = roofline.matmul_flops(B, D, F)
+        nbytes = roofline.matmul_bytes(B, D, F, x, w, out)
+    elif op == "dot":
+        n = D * F
+        flops = roofline.dot_flops(n)
+        nbytes = roofline.dot_bytes(n, w)
+    elif op == "per_example_matmul":
+        from ..units import dtype_bytes
+        flops = roofline.matmul_flops(B, D, F)
+        nbytes = dtype_bytes(x) * B * D + dtype_bytes(w) * B * D * F + dtype_bytes(out) * B * F
+    else:
+        raise ValueError(f"unknown op {op!r}; allowed: {', '.join(OPS.values())}")
+    return roofline.roofline(flops, nbytes, chip, dtype=compute, link=link)
+
+
+def draw_roofline(chip="TPU v5e", op="matmul", mode="bf16（全部）", link="hbm", B=256, D=8192,
+                  F=8192, ax=None):
+    """Roofline of ``chip`` over ``link`` with the op's point and a text box of its times."""
+    import matplotlib.pyplot as plt
+
+    r = op_result(chip, op, mode, link, int(B), int(D), int(F))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    imin, imax = 0.1, 1e5
+    xs = np.logspace(-1, 5, 120)
+    ax.plot(xs, np.minimum(r.peak_flops, xs * r.bandwidth), lw=2, color="#0072B2",
+            label=f"{r.chip}，{link.upper()}")
+    ax.axvline(r.critical_intensity, color="0.5", ls=":", lw=1)
+    y = min(r.peak_flops, r.intensity * r.bandwidth)
+    ax.scatter([r.intensity], [y], color="#D55E00", zorder=5, s=40, label="这个操作")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(imin, imax)
+    ax.set_ylim(r.peak_flops * 1e-5, r.peak_flops * 3)
+    ax.set_xlabel("算术强度（FLOPs/字节）")
+    ax.set_ylabel("可达算力（FLOPs/s）")
+    txt = (f"T_math = {fmt_time(r.t_math)}\nT_comms = {fmt_time(r.t_comms)}\n"
+           f"下界 {fmt_time(r.t_lower)}，上界 {fmt_time(r.t_upper)}\n"
+           f"强度 {fmt_num(r.intensity)}，临界 {fmt_num(r.critical_intensity)}\n"
+           f"利用率 {r.utilisation:.0%}：{r.bottleneck}")
+    ax.text(0.02, 0.97, txt, transform=ax.transAxes, va="top", fontsize=8.5,
+            bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
+    ax.legend(loc="lower right", fontsize=8)
+    return r
+
+
+def roofline_explorer(chip="TPU v5e"):
+    """The chapter 1 widget: chip, op, dtypes, link and sizes -> the point on the roofline."""
+    import matplotlib.pyplot as plt
+    from . import dropdown, explorer, int_slider
+
+    chips = [c for c in hardware.names()]
+    controls = {
+        "chip": dropdown(chips, hardware.get(chip).name, "芯片"),
+        "op": dropdown(list(OPS.items()), "matmul", "操作"),
+        "mode": dropdown(list(DTYPE_MODES), "bf16（全部）", "数据类型"),
+        "link": dropdown(list(LINKS.items()), "hbm", "带宽来源"),
+        "B": int_slider(256, 1, 4096, 1, "批大小 B（token）"),
+        "D": int_slider(8192, 256, 32768, 256, "D"),
+        "F": int_slider(8192, 256, 65536, 256, "F"),
+    }
+
+    def draw(**kw):
+        draw_roofline(**kw)
+        plt.show()
+
+    return explorer(controls, draw)
+
+
+def draw_batch(chip="TPU v5e", mode="bf16（全部）", D=4096, F=4096, B_max=2048, ax=None):
+    """T_math and T_comms of X[B,D]·W[D,F] against B with the exact crossover B*."""
+    import matplotlib.pyplot as plt
+
+    chip = hardware.get(chip)
+    x, w, out, compute = DTYPE_MODES[mode]
+    Bs = np.unique(np.geomspace(1, int(B_max), 200).astype(int))
+    tm = roofline.t_math(roofline.matmul_flops(Bs, D, F), chip.peak(compute))
+    tc = roofline.t_comms(roofline.matmul_bytes(Bs, D, F, x, w, out), chip.hbm_bw)
+    bstar = roofline.critical_batch(chip, w=w, compute=compute, D=D, F=F, x=x, out=out)
+    brule = roofline.critical_batch(chip, w=w, compute=compute)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(Bs, tm * 1e6, label="T_math", color="#0072B2")
+    ax.plot(Bs, tc * 1e6, label="T_comms（HBM）", color="#D55E00")
+    ax.plot(Bs, np.maximum(tm, tc) * 1e6, color="k", lw=1, ls="--", label="下界 max")
+    if np.isfinite(bstar):
+        ax.axvline(bstar, color="#009E73", lw=1.5, label=f"精确交点 B* ≈ {bstar:.0f}")
+    ax.axvline(brule, color="0.5", ls=":", label=f"渐近规则 ≈ {brule:.0f}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("批大小 B（token）")
+    ax.set_ylabel("时间（µs）")
+    ax.set_title(f"{chip.name}：X[B,{D}]·W[{D},{F}]")
+    ax.legend(fontsize=8)
+    return bstar
+
+
+def batch_explorer(chip="TPU v5e"):
+    """Critical-batch widget: chip, dtypes, D, F -> T_math and T_comms against B."""
+    import matplotlib.pyplot as plt
+    from . import dropdown, explorer, int_slider
+
+    controls = {
+        "chip": dropdown(hardware.names(), hardware.get(chip).name, "芯片"),
+        "mode": dropdown(list(DTYPE_MODES), "bf16（全部）", "数据类型"),
+        "D": int_slider(4096, 256, 32768, 256, "D"),
+        "F": int_slider(4096, 256, 65536, 256, "F"),
+    }
+
+    def draw(**kw):
+        draw_batch(**kw)
+        plt.show()
+
+    return explorer(controls, draw)

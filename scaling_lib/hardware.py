@@ -5,7 +5,13 @@ Book: sec-01-critical-intensity (第1章), sec-02-specs (第2章), sec-12-specs 
 Values follow ../shared/spec/CANON.md §1 (the book's latest text, corrected where the specs flag
 an error); each entry names its source. Bandwidth direction is explicit in the field name:
 ``*_1way`` is per direction, ``ici_bw_bidi`` is both directions of one link (the book's W_ici).
-Ignores: clocks/boost variants, sparsity peaks (dense only), thermal throttling.
+Chapter 2 (TPU internals: MXU size and count, clock, VMEM, VREGs, VPU ALUs, host/pod shapes) and
+chapter 12 (GPU internals: SMs, subpartitions, fp32 lanes, registers, SMEM, TMEM, L2, clocks,
+NVLink links/generation/switches, NICs, node shapes) extend the card; every field defaults to
+"not given" (0, None or ()) so a chip only carries what a spec states. ``get(name, variant=...)``
+also serves the vendor-nominal ("vendor") and Feb-2025 mirror ("m") variants of the TPU table for
+the history side notes of chapter 2.
+Ignores: boost/throttle dynamics (clocks are single numbers), sparsity peaks (dense only).
 """
 from __future__ import annotations
 
@@ -17,8 +23,10 @@ from typing import Mapping
 
 from .units import GiB, MiB, KiB, dtype_bytes, check_positive
 
-__all__ = ["Chip", "CATALOGUE", "get", "names", "critical_intensity", "peak_flops", "detect",
-           "measured_cpu_chip"]
+__all__ = ["Chip", "CATALOGUE", "VARIANTS", "get", "names", "tpu_names", "gpu_names",
+           "critical_intensity", "peak_flops", "detect", "measured_cpu_chip", "replace",
+           "PodSummary", "pod_summary", "flops_per_usd", "node_egress_bw", "gbps_to_bytes_per_s",
+           "spec_table", "SpecTable"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,26 @@ class Chip:
     price_per_hour: float | None = None  #: USD per chip-hour, on-demand (Feb 2025 snapshot)
     efficiency: float = 0.95       #: achievable fraction of peak (book: TPU ~0.95, GPU ~0.80-0.85)
     source: str = ""               #: where the numbers come from
+    # ---- chip internals (ch. 2 TPU / ch. 12 GPU); 0 / None / () = not given by the specs ---------
+    generation: str = ""           #: "Volta", "Hopper", ... / "Trillium", "Ironwood"
+    clock_hz: float | None = None  #: TPU clock, GPU boost clock (Hz)
+    clock_base_hz: float | None = None  #: GPU base clock (Hz)
+    mxu_size: int = 0              #: TPU systolic array side S (128; v6e 256)
+    mxus_per_core: int = 0         #: TPU MXUs per TensorCore
+    megacore: bool = False         #: two TensorCores act as one JAX device (v4p, v5p)
+    torus_dims: int = 0            #: 2 or 3 (TPU ICI torus)
+    host_shape: tuple = ()         #: chips under one host, as a sub-grid (v5e (4, 2); v5p (2, 2, 1))
+    vregs_bytes_per_core: float = 0.0  #: TPU vector registers per TensorCore (bytes)
+    vpu_alus_per_core: int = 0     #: TPU VPU ALUs per core (8 sublanes × 128 lanes × ALUs/lane)
+    subpartitions_per_sm: int = 0  #: GPU: 4 since Volta
+    fp32_lanes_per_subpartition: int = 0  #: GPU: 16 (V100, A100) or 32 (Hopper, Blackwell)
+    regs_bytes_per_sm: float = 0.0  #: GPU register file per SM (bytes), 256 KiB on all generations
+    tmem_bytes_per_sm: float = 0.0  #: GPU Tensor Memory per SM (Blackwell: 256 KiB)
+    nvlink_gen: str = ""           #: "3.0", "4.0", "5.0"
+    nvlink_links: int = 0          #: NVLink ports per GPU
+    nvlink_link_bw_1way: float = 0.0  #: one NVLink link, one direction (bytes/s)
+    nvswitches_per_node: int = 0   #: NVSwitch chips per NVLink domain
+    price_date: str = ""           #: when the price was observed
 
     def __post_init__(self):
         if self.family not in ("tpu", "gpu", "cpu"):
@@ -64,16 +92,43 @@ class Chip:
         """The book's W_ici: both directions of one ICI link (bytes/s)."""
         return 2 * self.ici_link_bw_1way
 
+    @property
+    def dcn_bw_per_host(self) -> float:
+        """DCN (TPU) or NIC (GPU) egress of one host/node, per direction (bytes/s). Book: G20, F12."""
+        return self.dcn_bw_1way * self.chips_per_host
+
+    @property
+    def pod_chips(self) -> int:
+        """Chips in a full pod (TPU) or GPUs in one NVLink domain (GPU); 0 if not given."""
+        n = 1
+        for d in self.pod_shape:
+            n *= d
+        return n if self.pod_shape else 0
+
+    @property
+    def cores_per_chip(self) -> int:
+        """TensorCores per TPU chip (``cores``), or 1 for a GPU."""
+        return self.cores if self.family == "tpu" else 1
+
+    @property
+    def n_sm(self) -> int:
+        """Streaming multiprocessors of a GPU (``cores``)."""
+        if self.family != "gpu":
+            raise ValueError(f"{self.name} is not a GPU; n_sm is only defined for GPUs")
+        return self.cores
+
     def peak(self, dtype: str = "bf16") -> float:
         """Dense peak FLOPs/s (OPs/s for int8) for arithmetic in ``dtype``."""
         return peak_flops(self, dtype)
 
     def bandwidth(self, link: str = "hbm") -> float:
         """Bandwidth in bytes/s of ``link``: 'hbm', 'vmem', 'ici' (bidi per link), 'ici_1way',
-        'nvlink' (per direction per GPU), 'pcie', 'dcn'."""
+        'nvlink' (per direction per GPU), 'pcie', 'dcn' (per chip/GPU egress), 'node' (GPU node
+        egress = NIC per GPU × GPUs per node)."""
         table = {"hbm": self.hbm_bw, "vmem": self.vmem_bw, "ici": self.ici_bw_bidi,
                  "ici_1way": self.ici_link_bw_1way, "nvlink": self.nvlink_bw_1way,
-                 "pcie": self.pcie_bw, "dcn": self.dcn_bw_1way}
+                 "pcie": self.pcie_bw, "dcn": self.dcn_bw_1way,
+                 "node": self.dcn_bw_per_host if self.family == "gpu" else 0.0}
         if link not in table:
             raise ValueError(f"unknown link {link!r}; allowed: {', '.join(table)}")
         bw = table[link]
@@ -107,73 +162,148 @@ def _gpu(name, bf16, hbm, hbm_bw, nvl, **kw):
                 nvlink_bw_1way=nvl, **kw)
 
 
+_KiB_SM = 256 * KiB  # register file per SM, all GPU generations (12 Facts)
+
 _CHIPS = [
-    # ---- TPUs (CANON §1.1) ------------------------------------------------------------
+    # ---- TPUs (CANON §1.1; spec 02 Tables A-D, G) ----------------------------------------
     _tpu("TPU v3", 1.4e14, 32e9, 9.0e11, 1e11, 4, extra_flops={"int8": 1.4e14},
          pcie_bw=1.6e10, chips_per_host=4, pod_shape=(32, 32), cores=2,
-         source="book ch.2 table (vendor quotes 1.23e14 bf16; CANON D15)"),
+         mxu_size=128, mxus_per_core=2, torus_dims=2, host_shape=(4, 2),
+         source="book ch.2 table: 1.4e14 bf16 (vendor 1.23e14; CANON D15), no int8 speed-up; "
+                "host '4x2' as printed (vendor: 4 chips = 8 cores); PCIe 1.6e10 assumed (02 Table E)"),
     _tpu("TPU v4p", 2.75e14, 32e9, 1.2e12, 4.5e10, 6, extra_flops={"int8": 2.75e14},
-         pcie_bw=1.6e10, chips_per_host=4, pod_shape=(16, 16, 16), cores=2,
-         source="book ch.2 table; vendor 1200 GB/s HBM"),
+         pcie_bw=1.6e10, chips_per_host=4, pod_shape=(16, 16, 16), cores=2, megacore=True,
+         mxu_size=128, mxus_per_core=4, torus_dims=3, host_shape=(2, 2, 1),
+         source="book ch.2 table; vendor 1200 GB/s HBM; PCIe 16 GB/s each way; int8 = bf16 rate"),
     _tpu("TPU v5e", 1.97e14, 16e9, 8.2e11, 4.5e10, 4, extra_flops={"int8": 3.94e14},
          pcie_bw=1.6e10, dcn_bw_1way=3.125e9, chips_per_host=8, pod_shape=(16, 16), cores=1,
-         vmem_bytes=128 * MiB, vmem_bw=22 * 8.2e11, price_per_hour=1.2,
-         source="book ch.1-2 (L text): 197 TF bf16, 394 TOPs int8, 819 GB/s HBM; GCP Feb 2025"),
+         vmem_bytes=128 * MiB, vmem_bw=22 * 8.2e11, price_per_hour=1.2, price_date="2025-02",
+         mxu_size=128, mxus_per_core=4, clock_hz=1.5e9, torus_dims=2, host_shape=(4, 2),
+         source="book ch.1-2 (L text): 197 TF bf16, 394 TOPs int8, 819 GB/s HBM, VMEM 128 MiB at "
+                "~22x HBM, 4 MXUs at 1.5 GHz; DCN 3.125e9/chip; GCP on-demand Feb 2025"),
     _tpu("TPU v5p", 4.59e14, 96e9, 2.8e12, 9e10, 6, extra_flops={"int8": 9.18e14, "fp8": 4.59e14},
          pcie_bw=1.6e10, dcn_bw_1way=6.25e9, chips_per_host=4, pod_shape=(16, 20, 28), cores=2,
-         price_per_hour=4.2,
-         source="book ch.2 table; vendor 459 TF, 2765 GB/s (95 GB); GCP Feb 2025"),
+         megacore=True, price_per_hour=4.2, price_date="2025-02",
+         mxu_size=128, mxus_per_core=4, clock_hz=1.75e9, torus_dims=3, host_shape=(2, 2, 1),
+         vregs_bytes_per_core=64 * 8 * 128 * 4, vpu_alus_per_core=8 * 128 * 4,
+         source="book ch.2 table; vendor 459 TF, 2765 GB/s (95 GB); clock 1.75 GHz (L pop quiz); "
+                "VREGs 64x(8,128)x32-bit per core and 4 ALUs/lane (L appendix); GCP Feb 2025"),
     _tpu("TPU v6e", 9.2e14, 32e9, 1.6e12, 9e10, 4, extra_flops={"int8": 1.84e15},
          pcie_bw=3.2e10, dcn_bw_1way=1.25e10, chips_per_host=8, pod_shape=(16, 16), cores=1,
-         source="book ch.2 table 9.2e14 (ch.1 text's 9.1e14 is a slip; vendor 918 TF; CANON D4)"),
+         mxu_size=256, torus_dims=2, host_shape=(4, 2), generation="Trillium",
+         source="book ch.2 table 9.2e14 (ch.1 text's 9.1e14 is a slip; vendor 918 TF; CANON D4); "
+                "MXU 256x256; MXU count and clock not taught (vendor text inconsistent)"),
     _tpu("TPU7x", 2.30e15, 192e9, 7.4e12, 9e10, 4, extra_flops={"fp8": 4.61e15},
          pcie_bw=1.6e10, dcn_bw_1way=1.25e10, chips_per_host=4, pod_shape=(4, 4, 576), cores=2,
+         torus_dims=3, host_shape=(2, 2, 1), generation="Ironwood",
          source="book L ch.2 (Ironwood); 8-bit peak is FP8 per vendor (CANON D16); links/chip "
-                "not stated, 4 assumed"),
-    # ---- GPUs (CANON §1.2; NVLink per GPU per direction) --------------------------------
+                "not stated, 4 assumed; PCIe not stated, 1.6e10 assumed (02 Table E); 2 cores, "
+                "no megacore"),
+    # ---- GPUs (CANON §1.2; spec 12 Facts; NVLink per GPU per direction) ----------------------
     _gpu("V100", 1.25e14, 32e9, 9.0e11, 1.5e11, extra_flops={"f16": 1.25e14},
          chips_per_host=8, cores=80, l2_bytes=6e6, smem_bytes_per_sm=96e3,
-         source="vendor: no bf16, value is the fp16 tensor-core peak; NVLink2 6x25 GB/s"),
+         generation="Volta", clock_base_hz=1.25e9, clock_hz=1.38e9, subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=16, regs_bytes_per_sm=_KiB_SM, nvlink_gen="2.0",
+         nvlink_links=6, nvlink_link_bw_1way=2.5e10,
+         source="book ch.12 tables; vendor: no bf16, value is the fp16 tensor-core peak; clocks "
+                "are the PCIe card (SXM2 boosts to 1.53 GHz); SMEM 96 kB = max shared; NVLink2 "
+                "6x25 GB/s"),
     _gpu("A100", 3.1e14, 80e9, 2.0e12, 3.0e11, extra_flops={"int8": 6.2e14},
          chips_per_host=8, pod_shape=(8,), cores=108, l2_bytes=40e6, smem_bytes_per_sm=192e3,
-         source="vendor SXM 80GB: 312 TF bf16 dense, 2.0 TB/s, NVLink3 12x25 GB/s"),
+         generation="Ampere", clock_base_hz=1.10e9, clock_hz=1.41e9, subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=16, regs_bytes_per_sm=_KiB_SM, nvlink_gen="3.0",
+         nvlink_links=12, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=6,
+         source="book ch.12 tables; vendor SXM 80GB: 312 TF bf16 dense, 2.0 TB/s, NVLink3 "
+                "12x25 GB/s, 6 NVSwitches; int8 6.2e14 (no fp8)"),
     _gpu("H100", 9.89e14, 80e9, 3.35e12, 4.5e11,
          extra_flops={"fp8": 1.979e15, "int8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
-         smem_bytes_per_sm=256e3, price_per_hour=10.8,
-         source="vendor SXM: 1.979e15 bf16 with sparsity / 2; 3.35 TB/s; NVLink4 18x25 GB/s; "
-                "GCP Feb 2025"),
+         smem_bytes_per_sm=256e3, price_per_hour=10.8, price_date="2025-02",
+         generation="Hopper", clock_base_hz=1.59e9, clock_hz=1.98e9, subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
+         nvlink_links=18, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=4,
+         source="vendor SXM: 1.979e15 bf16 with sparsity / 2; 3.35 TB/s (book table 3.4e12, "
+                "CANON D21); NVLink4 18x25 GB/s ('900 GB/s' is bidi); L2 2x25 MB; 400 Gb/s "
+                "ConnectX-7 NIC per GPU; GCP Feb 2025"),
     _gpu("H200", 9.89e14, 141e9, 4.8e12, 4.5e11,
          extra_flops={"fp8": 1.979e15, "int8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
-         smem_bytes_per_sm=256e3,
-         source="vendor SXM: same compute as H100, 141 GB HBM3e at 4.8 TB/s"),
+         smem_bytes_per_sm=256e3, price_per_hour=10.0, price_date="book ch.12 (approx.)",
+         generation="Hopper", clock_base_hz=1.59e9, clock_hz=1.98e9, subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
+         nvlink_links=18, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=4,
+         source="vendor SXM: same compute as H100, 141 GB HBM3e at 4.8 TB/s; price '~USD 10/h' "
+                "as rounded in ch.12 (CANON D30)"),
     _gpu("H800", 9.89e14, 80e9, 3.35e12, 2e11,
          extra_flops={"fp8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
-         smem_bytes_per_sm=256e3,
-         source="H100 export variant: NVLink cut to 400 GB/s bidi (CANON D27-D28); HBM as H100 "
-                "(assumed, not in specs)"),
+         smem_bytes_per_sm=256e3, generation="Hopper", subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
+         source="H100 export variant: NVLink cut to 400 GB/s bidi = 2e11/dir (CANON D28; book "
+                "3e11); FP8 SXM 1.979e15 (CANON D27); HBM as H100 (assumed, not in specs)"),
     _gpu("B200", 2.25e15, 192e9, 8.0e12, 9.0e11,
          extra_flops={"fp8": 4.5e15, "int8": 4.5e15, "fp4": 9.0e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=148, l2_bytes=126e6,
-         smem_bytes_per_sm=256e3,
-         source="vendor HGX B200: 2.25 PF bf16 dense, 8 TB/s, NVLink5 18x50 GB/s (CANON D23)"),
+         smem_bytes_per_sm=256e3, generation="Blackwell", subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, tmem_bytes_per_sm=256 * KiB,
+         nvlink_gen="5.0", nvlink_links=18, nvlink_link_bw_1way=5e10, nvswitches_per_node=2,
+         source="vendor HGX B200: 2.25 PF bf16 dense (book table 2.3e15, CANON D23), 8 TB/s "
+                "(text's '9 TB/s' is a slip), NVLink5 18x50 GB/s; clock not given ('?')"),
     _gpu("GB200", 2.25e15, 192e9, 8.0e12, 9.0e11,
          extra_flops={"fp8": 4.5e15, "fp4": 9.0e15},
-         dcn_bw_1way=5e10, chips_per_host=4, pod_shape=(72,), cores=148, l2_bytes=126e6,
-         smem_bytes_per_sm=256e3,
-         source="GB200 NVL72 as used by the book (2.25e15 bf16; vendor ~2.5e15, CANON §5.12)"),
+         dcn_bw_1way=5e10, chips_per_host=72, pod_shape=(72,), cores=148, l2_bytes=126e6,
+         smem_bytes_per_sm=256e3, generation="Blackwell", subpartitions_per_sm=4,
+         fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, tmem_bytes_per_sm=256 * KiB,
+         nvlink_gen="5.0", nvlink_links=18, nvlink_link_bw_1way=5e10, nvswitches_per_node=18,
+         source="GB200 NVL72 as used by the book (2.25e15 bf16; vendor ~2.5e15, CANON §5.12); "
+                "72 GPUs + 18 NVSwitches per NVLink domain, 72 NICs -> 3.6 TB/s node egress "
+                "(chips_per_host counts the NVLink domain here: 4 GPUs per CPU host)"),
 ]
 
+# Vendor-nominal TPU values (02 Table F) and the Feb-2025 mirror ("M") values, for side notes only.
+# Book answers use the default ("book") catalogue.
+_VENDOR_CHANGES = {
+    "TPU v3": dict(flops_per_s={"bf16": 1.23e14}, hbm_bytes=32 * GiB,
+                   source="vendor: 123 TF, 32 GiB, 900 GB/s"),
+    "TPU v4p": dict(hbm_bytes=32 * GiB, source="vendor: 275 TF, 32 GiB, 1200 GB/s, 6 ports"),
+    "TPU v5e": dict(ici_link_bw_1way=5e10, source="vendor: 400 GB/s bidi ICI over 4 ports"),
+    "TPU v5p": dict(ici_link_bw_1way=1e11, hbm_bytes=95e9, hbm_bw=2.765e12,
+                    source="vendor: 95 GB, 2765 GB/s, 1200 GB/s bidi ICI over 6 ports"),
+    "TPU v6e": dict(flops_per_s={"bf16": 9.18e14, "int8": 1.836e15}, hbm_bw=1.638e12,
+                    ici_link_bw_1way=1e11, source="vendor: 918 TF, 1638 GB/s, 800 GB/s bidi ICI"),
+    "TPU7x": dict(flops_per_s={"bf16": 2.307e15, "fp8": 4.614e15}, hbm_bytes=192 * GiB,
+                  source="vendor: 2307 TF bf16, 4614 TF FP8, 192 GiB"),
+}
+_M_CHANGES = {
+    "TPU v5e": dict(hbm_bw=8.1e11, pcie_bw=1.5e10, vmem_bw=22 * 8.1e11,
+                    source="Feb-2025 mirror text: 8.1e11 HBM, PCIe 1.5e10"),
+    "TPU v5p": dict(pcie_bw=1.5e10, flops_per_s={"bf16": 4.5e14, "int8": 9.0e14},
+                    source="Feb-2025 mirror text: 4.5e14 bf16 in Q2, PCIe 1.5e10"),
+    "TPU v6e": dict(pcie_bw=1.5e10, source="Feb-2025 mirror text: PCIe 1.5e10 in Q3"),
+    "TPU v4p": dict(pcie_bw=1.5e10, source="Feb-2025 mirror text: PCIe 1.5e10"),
+}
+
 CATALOGUE: Mapping[str, Chip] = MappingProxyType({c.name: c for c in _CHIPS})
+
+
+def _variant(changes: dict) -> Mapping[str, Chip]:
+    out = dict(CATALOGUE)
+    for nm, ch in changes.items():
+        out[nm] = dataclasses.replace(CATALOGUE[nm], **ch)
+    return MappingProxyType(out)
+
+
+#: "book" = the values every answer uses; "vendor" and "m" are side-note variants of the TPU table.
+VARIANTS: Mapping[str, Mapping[str, Chip]] = MappingProxyType({
+    "book": CATALOGUE, "vendor": _variant(_VENDOR_CHANGES), "m": _variant(_M_CHANGES)})
 
 _ALIASES = {"v3": "TPU v3", "v4": "TPU v4p", "v4p": "TPU v4p", "tpu v4": "TPU v4p",
             "v5e": "TPU v5e", "v5 lite": "TPU v5e", "v5litepod": "TPU v5e", "tpu v5 lite": "TPU v5e",
             "v5p": "TPU v5p", "v6e": "TPU v6e", "trillium": "TPU v6e", "tpu v6 lite": "TPU v6e",
             "v7": "TPU7x", "tpu v7": "TPU7x", "ironwood": "TPU7x", "tpu7x": "TPU7x",
             "h100 sxm": "H100", "h200 sxm": "H200", "nvidia h100": "H100", "nvidia h200": "H200",
-            "nvidia b200": "B200", "nvidia a100": "A100", "gb200 nvl72": "GB200"}
+            "nvidia b200": "B200", "nvidia a100": "A100", "gb200 nvl72": "GB200", "nvl72": "GB200",
+            "nvidia h800": "H800", "nvidia v100": "V100", "h100 sxm5": "H100", "b200 hgx": "B200"}
 
 
 def _norm(s: str) -> str:
@@ -185,13 +315,29 @@ def names() -> list[str]:
     return list(CATALOGUE)
 
 
-def get(name) -> Chip:
+def tpu_names() -> list[str]:
+    """The TPU chips of the catalogue, oldest first."""
+    return [n for n, c in CATALOGUE.items() if c.family == "tpu"]
+
+
+def gpu_names() -> list[str]:
+    """The GPUs of the catalogue, oldest first."""
+    return [n for n, c in CATALOGUE.items() if c.family == "gpu"]
+
+
+def get(name, variant: str = "book") -> Chip:
     """Look a chip up by name, case-insensitively ('v5e', 'TPU v5e', 'h100' ...).
 
     A ``Chip`` passes through unchanged. Unknown names raise ``KeyError`` with near matches.
+    ``variant``: "book" (default; the values every answer uses), "vendor" (vendor-nominal TPU
+    figures, 02 Table F) or "m" (the Feb-2025 mirror's older values).
     """
     if isinstance(name, Chip):
         return name
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
+    if variant != "book":
+        return VARIANTS[variant][get(name).name]
     if not isinstance(name, str):
         raise TypeError(f"chip must be a name (str) or a Chip, got {type(name).__name__} {name!r}")
     key = _norm(name)
@@ -266,3 +412,138 @@ def replace(chip, **changes) -> Chip:
     if bad:
         raise ValueError(f"unknown Chip field(s) {sorted(bad)}; allowed: {sorted(allowed)}")
     return dataclasses.replace(chip, **changes)
+
+
+# ---- derived quantities used by chapters 2 and 12 -------------------------------------------
+
+@dataclass(frozen=True)
+class PodSummary:
+    """Inventory of one full TPU pod (or one GPU NVLink domain). Book: G9, P2.8."""
+
+    chip: str
+    chips: int
+    hosts: int
+    cores: int
+    flops_per_s: float
+    hbm_bytes: float
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def __str__(self) -> str:
+        from .units import fmt_bytes, fmt_num
+        return (f"{self.chip} 整个 Pod：{self.chips} 颗芯片，{self.hosts} 台主机，{self.cores} 个核心，"
+                f"bf16 峰值 {fmt_num(self.flops_per_s)} FLOPs/s，HBM 共 {fmt_bytes(self.hbm_bytes)}")
+
+
+def pod_summary(chip, dtype: str = "bf16") -> PodSummary:
+    """Chips, hosts, cores, peak FLOPs/s and HBM of a full pod (G9). Book: P2.8."""
+    chip = get(chip)
+    if not chip.pod_shape or not chip.chips_per_host:
+        raise ValueError(f"{chip.name} has no pod shape / host size in the catalogue")
+    n = chip.pod_chips
+    return PodSummary(chip=chip.name, chips=n, hosts=n // chip.chips_per_host,
+                      cores=n * chip.cores_per_chip, flops_per_s=n * chip.peak(dtype),
+                      hbm_bytes=n * chip.hbm_bytes)
+
+
+def flops_per_usd(chip, dtype: str = "bf16") -> float:
+    """Peak FLOPs bought per US dollar at the catalogue's on-demand price: 3600·C/price (G21)."""
+    chip = get(chip)
+    if not chip.price_per_hour:
+        raise ValueError(f"{chip.name} has no price in the catalogue; priced chips: "
+                         f"{', '.join(n for n, c in CATALOGUE.items() if c.price_per_hour)}")
+    return 3600.0 * chip.peak(dtype) / chip.price_per_hour
+
+
+def node_egress_bw(chip) -> float:
+    """Scale-out egress of one GPU node / TPU host, per direction (bytes/s). Book: F12, G20."""
+    chip = get(chip)
+    if not chip.dcn_bw_1way:
+        raise ValueError(f"{chip.name} has no DCN/NIC bandwidth in the catalogue")
+    return chip.dcn_bw_per_host
+
+
+def gbps_to_bytes_per_s(gbps):
+    """Network gigabits per second to bytes per second: x Gb/s = x/8 GB/s (F8)."""
+    return check_positive("gbps", gbps) * 1e9 / 8
+
+
+_TABLE_FIELDS = {
+    "bf16": ("bf16 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("bf16", float("nan"))),
+    "int8": ("int8 峰值（OPs/s）", lambda c: c.flops_per_s.get("int8", float("nan"))),
+    "fp8": ("fp8 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("fp8", float("nan"))),
+    "fp4": ("fp4 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("fp4", float("nan"))),
+    "hbm": ("HBM 容量（GB）", lambda c: c.hbm_bytes / 1e9),
+    "hbm_bw": ("HBM 带宽（B/s）", lambda c: c.hbm_bw),
+    "icrit": ("临界强度 C/W_hbm", lambda c: c.critical_intensity()),
+    "ici_1way": ("ICI 单链路单向（B/s）", lambda c: c.ici_link_bw_1way or float("nan")),
+    "ici_bidi": ("ICI 单链路双向（B/s）", lambda c: c.ici_bw_bidi or float("nan")),
+    "links": ("ICI 链路数", lambda c: c.ici_links or float("nan")),
+    "nvlink": ("NVLink 每 GPU 单向（B/s）", lambda c: c.nvlink_bw_1way or float("nan")),
+    "pcie": ("PCIe 每芯片（B/s）", lambda c: c.pcie_bw or float("nan")),
+    "dcn": ("DCN/网卡 每芯片（B/s）", lambda c: c.dcn_bw_1way or float("nan")),
+    "cores": ("核心数 / SM 数", lambda c: c.cores),
+    "pod": ("Pod 形状 / NVLink 域", lambda c: "×".join(map(str, c.pod_shape)) or "—"),
+    "host": ("每主机芯片数", lambda c: c.chips_per_host or float("nan")),
+    "price": ("价格（美元/芯片·小时）", lambda c: c.price_per_hour or float("nan")),
+    "l2": ("L2（MB）", lambda c: c.l2_bytes / 1e6 if c.l2_bytes else float("nan")),
+    "smem": ("SMEM/L1 每 SM（kB）", lambda c: c.smem_bytes_per_sm / 1e3 if c.smem_bytes_per_sm
+             else float("nan")),
+    "vmem": ("VMEM（MiB）", lambda c: c.vmem_bytes / MiB if c.vmem_bytes else float("nan")),
+}
+
+
+class SpecTable:
+    """A small table (rows × columns) that renders as HTML in a notebook and as text elsewhere."""
+
+    def __init__(self, columns, rows, index):
+        self.columns = list(columns)
+        self.rows = [list(r) for r in rows]
+        self.index = list(index)
+
+    @staticmethod
+    def _fmt(v) -> str:
+        from .units import fmt_num
+        if isinstance(v, str):
+            return v
+        if v != v:  # NaN
+            return "—"
+        if float(v).is_integer() and abs(v) < 1e6:
+            return str(int(v))
+        return fmt_num(v)
+
+    def column(self, name) -> list:
+        """The values of one column (raw numbers)."""
+        if name not in self.columns:
+            raise KeyError(f"unknown column {name!r}; columns: {self.columns}")
+        j = self.columns.index(name)
+        return [r[j] for r in self.rows]
+
+    def __str__(self) -> str:
+        head = [""] + self.columns
+        body = [[i] + [self._fmt(v) for v in r] for i, r in zip(self.index, self.rows)]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+        line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths))
+        return "\n".join([line(head), "-+-".join("-" * w for w in widths)] + [line(b) for b in body])
+
+    def _repr_html_(self) -> str:
+        import html
+        th = "".join(f"<th>{html.escape(c)}</th>" for c in [""] + self.columns)
+        trs = "".join("<tr><th>" + html.escape(str(i)) + "</th>" + "".join(
+            f"<td>{html.escape(self._fmt(v))}</td>" for v in r) + "</tr>"
+            for i, r in zip(self.index, self.rows))
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def spec_table(chips=None, fields=("bf16", "int8", "hbm", "hbm_bw", "icrit"), variant: str = "book"):
+    """A ``SpecTable``: one row per chip, one column per field (Chinese headers).
+
+    ``fields`` from: """ + ", ".join(_TABLE_FIELDS) + """. Book: sec-02-specs, sec-12-specs."""
+    if chips is None:
+        chips = names()
+    bad = [f for f in fields if f not in _TABLE_FIELDS]
+    if bad:
+        raise ValueError(f"unknown field(s) {bad}; allowed: {', '.join(_TABLE_FIELDS)}")
+    rows = [[_TABLE_FIELDS[f][1](get(c, variant)) for f in fields] for c in chips]
+    return SpecTable([_TABLE_FIELDS[f][0] for f in fields], rows, [get(c).name for c in chips])

@@ -93,7 +93,7 @@ def roofline_axes(peak_flops: float, bandwidths: dict, ax=None, imin: float = 0.
                   imax: float = 1e4, label_peak: str | None = None):
     """Draw a log-log roofline: a flat roof at ``peak_flops`` and one slope per bandwidth.
 
-    ``bandwidths`` maps a label to bytes/s. Returns the axes. Book: fig-01-roofline.
+    ``bandwidths`` maps a label to bytes/s. Returns the axes. Book: sec-01-roofline-plot.
     """
     import matplotlib.pyplot as plt
 

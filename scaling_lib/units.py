@@ -102,7 +102,12 @@ def fmt_num(x: float, digits: int = 3) -> str:
         return "0"
     if 1e-3 <= abs(x) < 1e6:
         return _sig(x, digits)
-    mant, exp = f"{x:.{digits - 1}e}".split("e")
+    s = f"{x:.{digits}g}"
+    if "e" not in s:  # e.g. 1234567 with digits=7
+        s = f"{x:.{digits - 1}e}"
+    mant, exp = s.split("e")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
     return f"{mant}e{int(exp)}"
 
 

@@ -1,0 +1,90 @@
+"""The full book build (warnings are errors) and checks of the produced HTML.
+
+Runs `jupyter-book build` into a temporary folder, so it also proves that a build from a clean
+state works. Marked slow; `make test` runs it last.
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    jb = Path(sys.executable).parent / "jupyter-book"
+    r = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
+                       capture_output=True, text=True, cwd=ROOT)
+    log = r.stdout + r.stderr
+    if r.returncode != 0:
+        reports = "".join(p.read_text(errors="replace")[-3000:] for p in (out / "_build" / "html" / "reports").glob("*.log")) \
+            if (out / "_build" / "html" / "reports").exists() else ""
+        pytest.fail(f"jupyter-book build failed ({r.returncode}):\n{log[-6000:]}\n{reports}")
+    return out / "_build" / "html", log
+
+
+def test_build_has_no_sphinx_warnings(site):
+    _, log = site
+    warnings = [l for l in log.splitlines() if "WARNING" in l and "Kernel is running over TCP" not in l]
+    assert not warnings, "\n".join(warnings[:20])
+
+
+def _pages(html_dir):
+    return [p for p in html_dir.rglob("*.html") if "_static" not in p.parts and p.name not in ("genindex.html", "search.html")]
+
+
+def test_pages_exist(site):
+    html_dir, _ = site
+    for name in ["chapters/00_intro.html", "chapters/01_roofline.html", "exercises/01_roofline.html", "index.html"]:
+        assert (html_dir / name).exists(), name
+
+
+BAD = [
+    (re.compile(r'class="[^"]*\btraceback\b'), "error traceback in output"),
+    (re.compile(r'class="[^"]*output stderr'), "stderr output"),
+    (re.compile(r"(User|Deprecation|Runtime|Future)Warning"), "Python warning in page"),
+    (re.compile(r"Glyph \d+ .*missing from"), "missing-glyph warning"),
+    (re.compile(r"No key .* found in glue"), "missing glue key"),
+    (re.compile(r"Error displaying widget"), "widget error"),
+]
+
+
+def test_no_error_outputs_or_warnings_in_pages(site):
+    html_dir, _ = site
+    problems = []
+    for p in _pages(html_dir):
+        text = p.read_text(encoding="utf-8", errors="replace")
+        for rx, what in BAD:
+            if rx.search(text):
+                problems.append(f"{p.relative_to(html_dir)}: {what}")
+    assert not problems, "\n".join(problems)
+
+
+def test_site_is_offline_and_chinese(site):
+    html_dir, _ = site
+    page = (html_dir / "chapters" / "01_roofline.html").read_text(encoding="utf-8")
+    assert 'lang="zh-CN"' in page or "lang=\"zh_CN\"" in page
+    assert "_static/offline/mathjax/tex-mml-chtml.js" in page
+    assert "cdn.jsdelivr" not in page and "cdnjs" not in page and "unpkg.com" not in page
+    assert (html_dir / "_static" / "offline" / "plotly.min.js").exists()
+    assert "plotly-graph-div" in page, "the kernel-free roofline figure is missing"
+    assert "application/vnd.jupyter.widget-state+json" in page, "widget state not stored"
+
+
+def test_chinese_search_index(site):
+    html_dir, _ = site
+    idx = (html_dir / "searchindex.js").read_text(encoding="utf-8")
+    for term in ["算术强度", "屋顶线" if "屋顶线" in idx else "临界", "强扩展"]:
+        assert term in idx, f"search index lacks {term}"
+
+
+def test_exercise_colab_button_points_at_student_copy(site):
+    html_dir, _ = site
+    page = (html_dir / "exercises" / "01_roofline.html").read_text(encoding="utf-8")
+    assert "colab.research.google.com/github/" in page
+    assert "/exercises/student/01_roofline.ipynb" in page

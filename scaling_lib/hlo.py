@@ -66,7 +66,15 @@ def decode_replica_groups(attr: str, n_devices: int | None = None) -> tuple[tupl
         raise TypeError(f"attr must be the replica_groups text (str), got {type(attr).__name__}")
     s = attr.strip()
     if s.startswith("{"):  # explicit
-        inner = s[1:s.rindex("}")].strip() if "}" in s else ""
+        depth, end = 0, None
+        for i, ch in enumerate(s):
+            depth += (ch == "{") - (ch == "}")
+            if depth == 0:
+                end = i
+                break
+        if end is None:
+            raise ValueError(f"unbalanced braces in replica groups {s[:80]!r}")
+        inner = s[1:end].strip()
         if not inner:
             if n_devices is None:
                 raise ValueError("replica_groups={} means all devices; pass n_devices to decode it")

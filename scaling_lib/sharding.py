@@ -382,6 +382,21 @@ class Step:
         return f"{op}_{''.join(self.axes)}: {self.before} → {self.after}"
 
 
+def _gather_steps(src: ShardedArray, axes) -> list:
+    """AllGather ``axes`` out of ``src``; plus a permute when the kept axes are not the major
+    end of its dimension's subscript (gathering X out of I_XY leaves the I_Y blocks on the wrong
+    devices: XLA inserts a collective-permute)."""
+    ax = _axes_arg("".join(axes))
+    new = all_gather(src, "".join(ax))
+    steps = [Step("all_gather", ax, src, new)]
+    for d, old in zip(src.dims, src.axes):
+        kept = tuple(a for a in old if a not in ax)
+        if kept and old[:len(kept)] != kept:
+            steps.append(Step("permute", kept, new, new))
+            break
+    return steps
+
+
 def collective_bytes(kind: str, before, shape, dtype, mesh, axes=None) -> float:
     """The chapter's V for ``kind`` applied to ``before`` (global ``shape``): see ``Step``."""
     s = parse(before)
@@ -448,9 +463,9 @@ def reshard_steps(src, dst, mesh) -> list:
         steps.append(Step("all_to_all", tuple(axs), s, new))
         s = new
     if gathers:
-        new = all_gather(s, "".join(gathers))
-        steps.append(Step("all_gather", tuple(gathers), s, new))
-        s = new
+        gs = _gather_steps(s, gathers)
+        steps += gs
+        s = gs[-1].after
     # 3. order within a dimension, then free slices
     for d, ax_s, ax_t in zip(s.dims, s.axes, t.axes):
         common = tuple(a for a in ax_t if a in ax_s)
@@ -750,9 +765,11 @@ def matmul(a, b, mesh, contracting=None, *, out=None, sizes=None, dtype="bf16", 
     def add(kind, axes, before, after, shape_src):
         nb = None
         if sizes is not None:
-            nb = collective_bytes(kind, before if kind != "all_gather" else before, sizes, dtype,
-                                  m, axes if kind in ("all_gather", "all_to_all") else None) \
-                if kind != "all_gather" else after.bytes_per_device(sizes, dtype, m)
+            if kind in ("all_gather", "permute"):
+                nb = after.bytes_per_device(sizes, dtype, m)
+            else:
+                nb = collective_bytes(kind, before, sizes, dtype, m,
+                                      axes if kind == "all_to_all" else None)
         steps.append(Step(kind, tuple(axes), before, after, nb))
 
     # contracting dimensions: cases 1-3
@@ -807,8 +824,9 @@ def matmul(a, b, mesh, contracting=None, *, out=None, sizes=None, dtype="bf16", 
                 who = "B"
         src = a1 if who == "A" else b1
         axes = tuple(x for x in src.used_axes if x in conflict)
-        new = all_gather(src, "".join(axes))
-        add("all_gather", axes, src, new, None)
+        for gst in _gather_steps(src, axes):
+            add(gst.kind, gst.axes, gst.before, gst.after, None)
+        new = steps[-1].after
         if who == "A":
             a1 = new
         else:
@@ -823,7 +841,7 @@ def matmul(a, b, mesh, contracting=None, *, out=None, sizes=None, dtype="bf16", 
     for st in reshard_steps(cur, target, m):
         nb = None
         if sizes is not None:
-            if st.kind == "all_gather":
+            if st.kind in ("all_gather", "permute"):
                 nb = st.after.bytes_per_device(sizes, dtype, m)
             else:
                 nb = collective_bytes(st.kind, st.before, sizes, dtype, m, st.axes or None)
@@ -916,6 +934,9 @@ def expected_hlo(plan: MatmulPlan, platform: str = "cpu") -> dict:
             if tuple(st.axes) != tuple(plan.mesh)[:len(st.axes)]:
                 out.setdefault("collective-permute", set())
             continue
+        if st.kind == "permute":
+            out.setdefault("collective-permute", set())
+            continue
         out.setdefault(_HLO_KIND[st.kind], set()).update(st.axes)
     return out
 
@@ -958,4 +979,30 @@ def compiled_collectives(plan: MatmulPlan, mesh, dtype=None) -> dict:
     out: dict[str, set] = {}
     for kind, axes in hlo.collective_axes(text, mesh):
         out.setdefault(kind, set()).update(axes if kind != "collective-permute" else ())
+    return out
+
+
+def reshard_cost(src, dst, mesh, sizes, dtype="bf16", chip=None, wrap=True) -> list:
+    """``reshard_steps(src, dst)`` with each step's bytes (the chapter's V) and, given a TPU
+    ``chip``, its time on rings (``wrap=True``), lines (False) or per axis ({"X": False, ...}).
+
+    Example (P3.8a): ``reshard_cost("A[B_X, D_Y]", "A[B, D_Y]", {"X": 4, "Y": 4, "Z": 4},
+    {"B": 1024, "D": 4096}, chip="v4p")[0].time`` ≈ 23.3 µs.
+    """
+    from . import hardware
+    m = as_mesh(mesh)
+    s = parse(src)
+    s.validate(m, sizes)
+    c = hardware.get(chip) if chip is not None else None
+    out = []
+    for st in reshard_steps(s, dst, m):
+        if st.kind in ("all_gather", "permute"):
+            nb = st.after.bytes_per_device(sizes, dtype, m)
+        else:
+            nb = collective_bytes(st.kind, st.before, sizes, dtype, m, st.axes or None)
+        t = None
+        if c is not None:
+            w = [wrap.get(x, True) for x in st.axes] if isinstance(wrap, dict) else bool(wrap)
+            t = _collective_time(st.kind, nb, c, [m[x] for x in st.axes], w)
+        out.append(replace(st, nbytes=nb, time=t))
     return out

@@ -489,47 +489,51 @@ def reshard_steps(src, dst, mesh) -> list:
 # ---------------------------------------------------------------------------------------------
 # communication time (chapter 3's ring/torus formulas)
 # ---------------------------------------------------------------------------------------------
-T_HOP = 1e-6  #: per-hop ICI latency (s), book ≈1 µs
+from .topology import HOP_LATENCY as T_HOP  # noqa: E402  per-hop ICI latency (s), book ≈1 µs
 
 
-def _collective_time(kind: str, nbytes: float, chip, axis_sizes, wrap=True) -> float:
-    """Chapter 3's time for one collective over mesh axes of ``axis_sizes`` on ``chip``.
+def _torus(mesh: dict, chip=None, wrap=True, topo=None):
+    """The network the mesh axes run on: ``topo`` (a ``topology`` object whose axes include the
+    mesh axes, same sizes), else a torus of the mesh's shape on ``chip``'s ICI links whose axes
+    wrap per ``wrap`` (bool for all axes, or {axis: bool})."""
+    from . import hardware, topology
+    if topo is not None:
+        t = topology.get(topo)
+        names = tuple(getattr(t, "names", ()))
+        for a, n in mesh.items():
+            if a not in names:
+                raise ValueError(f"mesh axis {a!r} is not an axis of {t.describe()} "
+                                 f"(axes: {', '.join(map(str, names))})")
+            if t.axis_size(a) != n:
+                raise ValueError(f"mesh axis {a} has size {n} but {t.describe()} has "
+                                 f"{t.axis_size(a)} along {a}")
+        return t
+    if chip is None:
+        raise ValueError("times need a chip (a TPU name such as 'v5e') or a topo")
+    c = hardware.get(chip)
+    if not c.ici_link_bw_1way:
+        raise ValueError(f"{c.name} has no ICI link bandwidth in the catalogue; chapter 3's "
+                         f"torus model needs a TPU (or pass topo=...)")
+    if isinstance(wrap, dict):
+        bad = set(wrap) - set(mesh)
+        if bad:
+            raise ValueError(f"wrap names axes {sorted(bad)} that are not on the mesh {mesh}")
+        wraps = tuple(bool(wrap.get(a, True)) for a in mesh)
+    elif isinstance(wrap, bool):
+        wraps = (wrap,) * len(mesh)
+    else:
+        raise TypeError(f"wrap must be a bool or a dict {{axis: bool}}, got {wrap!r}")
+    return topology.Torus(shape=tuple(mesh.values()), wraps=wraps, link_bw_1way=c.ici_link_bw_1way,
+                          names=tuple(mesh))
 
-    Each axis is a bidirectional ring (``wrap`` True: W_bi per axis, ⌊N/2⌋ hops) or a line
-    (``wrap`` False: N-1 hops, ``N/(N-1)·W_uni``). Several axes add their bandwidths. AllGather
-    and ReduceScatter: max(T_hop·hops, V/ΣW); AllReduce: twice that; AllToAll:
-    V·max(N_i)/(4·N·W_bi) (a line halves W); permute: one hop of V. Used until/unless a
-    ``topo`` from scaling_lib.topology is given to ``matmul``.
-    """
-    from . import hardware
-    if kind == "slice" or nbytes == 0:
+
+def _step_time(st: "Step", net) -> float:
+    """Seconds for one step on network ``net`` (scaling_lib.collectives' ch. 3 models)."""
+    from . import collectives
+    if st.kind == "slice" or not st.nbytes:
         return 0.0
-    chip = hardware.get(chip)
-    w1 = chip.ici_link_bw_1way
-    if not w1:
-        raise ValueError(f"{chip.name} has no ICI link bandwidth in the catalogue; "
-                         f"chapter 3's collective model needs a TPU")
-    sizes = [int(n) for n in axis_sizes]
-    wraps = list(wrap) if isinstance(wrap, (tuple, list)) else [bool(wrap)] * len(sizes)
-    if len(wraps) != len(sizes):
-        raise ValueError(f"wrap has {len(wraps)} entries for {len(sizes)} axes")
-    live = [(n, w) for n, w in zip(sizes, wraps) if n > 1]
-    if not live:
-        return 0.0
-    hops = sum((n // 2) if w else (n - 1) for n, w in live)
-    t_lat = T_HOP * hops
-    if kind in ("all_gather", "reduce_scatter", "all_reduce"):
-        bw = sum(2 * w1 if w else w1 * n / (n - 1) for n, w in live)
-        t = max(t_lat, nbytes / bw)
-        return 2 * t if kind == "all_reduce" else t
-    if kind == "all_to_all":
-        n_tot = math.prod(n for n, _ in live)
-        nmax = max(n for n, _ in live)
-        factor = 1.0 if all(w for _, w in live) else 2.0
-        return max(t_lat, factor * nbytes * nmax / (4 * n_tot * 2 * w1))
-    if kind == "permute":
-        return max(T_HOP, nbytes / w1)
-    raise ValueError(f"unknown collective {kind!r}; allowed: {', '.join(COLLECTIVES)}")
+    axes = st.axes if st.kind != "permute" else (st.axes[:1] or (net.names[0],))
+    return float(collectives.collective_time(st.kind, st.nbytes, net, axes=axes).total)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -696,7 +700,7 @@ def _conflicts(a, b, ja, jb) -> set:
 
 
 def matmul(a, b, mesh, contracting=None, *, out=None, sizes=None, dtype="bf16", chip=None,
-           wrap=True, strategy: str = "gather", gather: str | None = None,
+           wrap=True, topo=None, strategy: str = "gather", gather: str | None = None,
            out_name: str = "Out") -> MatmulPlan:
     """Plan ``a · b`` on ``mesh``: the case, the collectives, the output sharding and the costs.
 
@@ -708,6 +712,8 @@ def matmul(a, b, mesh, contracting=None, *, out=None, sizes=None, dtype="bf16", 
     sizes:       {dim: size} (or None for notation only): enables bytes, FLOPs and times.
     chip, wrap:  a TPU (name or ``hardware.Chip``) for T_math and T_comms; ``wrap`` says whether
                  the mesh axes are rings (True), lines (False) or a dict per axis.
+    topo:        instead of chip/wrap: a ``topology.TpuSlice`` (or Torus) whose axes include the
+                 mesh axes; collective times come from ``scaling_lib.collectives``.
     strategy:    case 2 only: "gather" (AllGather the sharded operand) or "reduce" (slice the
                  other operand for free, multiply, then reduce as in case 3).
     gather:      case 4 only: "A" or "B", the operand to AllGather (default: the one ``out``
@@ -859,23 +865,17 @@ def matmul(a, b, mesh, contracting=None, *, out=None, sizes=None, dtype="bf16", 
         flops_dev = 2.0 * math.prod(la) * math.prod(lb_nc)
         mem = (a0.bytes_per_device(sizes, dtype, m) + b0.bytes_per_device(sizes, dtype, m)
                + cur.bytes_per_device(sizes, dtype, m))
-    if chip is not None:
-        c = hardware.get(chip)
+    if chip is not None or topo is not None:
+        net = _torus(m, chip, wrap, topo)
+        c = hardware.get(chip) if chip is not None else getattr(net, "chip", None)
+        if c is None:
+            raise ValueError("T_math needs a chip: pass chip=... (the topology has none)")
         chip_name = c.name
-        if isinstance(wrap, dict):
-            bad = set(wrap) - set(m)
-            if bad:
-                raise ValueError(f"wrap names axes {sorted(bad)} that are not on the mesh {m}")
         if sizes is None:
             raise ValueError("times need sizes={dim: size} as well as a chip")
         dname = dtype if isinstance(dtype, str) else "bf16"
         t_math = flops_dev / c.peak(dname)
-        timed = []
-        for st in steps:
-            w = [wrap.get(x, True) for x in st.axes] if isinstance(wrap, dict) else bool(wrap)
-            timed.append(replace(st, time=_collective_time(st.kind, st.nbytes, c,
-                                                           [m[x] for x in st.axes], w)))
-        steps = timed
+        steps = [replace(st, time=_step_time(st, net)) for st in steps]
     return MatmulPlan(a=a0, b=b0, contracting=(ja, jb), mesh=m, case=case, cases=tuple(cases),
                       steps=tuple(steps), a_local=a1, b_local=b1, product=product,
                       out=replace(cur, name=out_name), sizes=dict(sizes) if sizes else None,
@@ -982,27 +982,24 @@ def compiled_collectives(plan: MatmulPlan, mesh, dtype=None) -> dict:
     return out
 
 
-def reshard_cost(src, dst, mesh, sizes, dtype="bf16", chip=None, wrap=True) -> list:
+def reshard_cost(src, dst, mesh, sizes, dtype="bf16", chip=None, wrap=True, topo=None) -> list:
     """``reshard_steps(src, dst)`` with each step's bytes (the chapter's V) and, given a TPU
-    ``chip``, its time on rings (``wrap=True``), lines (False) or per axis ({"X": False, ...}).
+    ``chip`` (or a ``topo``), its time on rings (``wrap=True``), lines (False) or per axis
+    ({"X": False, ...}), from ``scaling_lib.collectives``.
 
     Example (P3.8a): ``reshard_cost("A[B_X, D_Y]", "A[B, D_Y]", {"X": 4, "Y": 4, "Z": 4},
     {"B": 1024, "D": 4096}, chip="v4p")[0].time`` ≈ 23.3 µs.
     """
-    from . import hardware
     m = as_mesh(mesh)
     s = parse(src)
     s.validate(m, sizes)
-    c = hardware.get(chip) if chip is not None else None
+    net = _torus(m, chip, wrap, topo) if (chip is not None or topo is not None) else None
     out = []
     for st in reshard_steps(s, dst, m):
         if st.kind in ("all_gather", "permute"):
             nb = st.after.bytes_per_device(sizes, dtype, m)
         else:
             nb = collective_bytes(st.kind, st.before, sizes, dtype, m, st.axes or None)
-        t = None
-        if c is not None:
-            w = [wrap.get(x, True) for x in st.axes] if isinstance(wrap, dict) else bool(wrap)
-            t = _collective_time(st.kind, nb, c, [m[x] for x in st.axes], w)
-        out.append(replace(st, nbytes=nb, time=t))
+        st = replace(st, nbytes=nb)
+        out.append(replace(st, time=_step_time(st, net) if net is not None else None))
     return out

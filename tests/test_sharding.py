@@ -391,3 +391,18 @@ def test_tpu_expectation_names_reduce_scatter():
     p = sh.matmul("A[I, J_Y]", "B[J_Y, K]", M42, out="[I, K_Y]")
     assert sh.expected_hlo(p, "tpu") == {"reduce-scatter": {"Y"}}
     assert sh.expected_hlo(p, "cpu") == {"all-reduce": {"Y"}, "collective-permute": set()}
+
+
+def test_topology_slices_bring_their_wraparound():
+    """P3.6 on a real v5e 8×4 slice (no axis of 16, so no wraparound) and P3.8 on a v4p cube."""
+    from scaling_lib import topology
+    v5e = topology.TpuSlice("v5e", (8, 4), ("X", "Y"))
+    st_ = sh.reshard_cost("A[I_Y, F]", "A[I, F]", {"X": 8, "Y": 4}, {"I": 2048, "F": 8192}, topo=v5e)[0]
+    assert st_.time == pytest.approx(559e-6, rel=0.01)
+    cube = topology.TpuSlice("v4p", (4, 4, 4), ("X", "Y", "Z"))
+    p = sh.matmul("A[B_X, D_Y]", "W[D_Y, F]", {"X": 4, "Y": 4, "Z": 4}, out="[B_X, F]",
+                  sizes={"B": 1024, "D": 4096, "F": 1024}, topo=cube)
+    assert p.chip == "TPU v4p" and p.collectives == (("all_reduce", ("Y",)),)
+    assert p.t_comms == pytest.approx(2 * (2 * 1024 * 1024 / 4) / 9e10, rel=1e-6)
+    with pytest.raises(ValueError, match="has size 8 but"):
+        sh.matmul("A[I_X, J]", "B[J, K]", {"X": 8, "Y": 4, "Z": 4}, sizes={"I": 8, "J": 8, "K": 8}, topo=cube)

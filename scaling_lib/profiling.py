@@ -241,8 +241,8 @@ def memory_order(s) -> np.ndarray:
 
 # ---- HLO text: instructions, fusions, dots and collectives ----------------------------------
 
-_INSTR = re.compile(r"^\s*(?P<root>ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*(?P<rest>.*)$")
-_COMP = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%(?P<name>[\w.\-]+)\s*(\(.*\))?\s*->.*\{\s*$")
+_INSTR = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<rest>.*)$")
+_COMP = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(\([^=]*\))?\s*(->[^=]*)?\{\s*$")
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
 
@@ -298,6 +298,13 @@ def _split_result(rest: str):
     return None
 
 
+def _operand_names(text: str) -> tuple:
+    names = re.findall(r"%([\w.\-]+)", text)
+    if not names:  # unoptimised HLO prints operands without the % sigil
+        names = [t.strip().split()[-1] for t in text.split(",") if t.strip() and "[" not in t.strip().split()[-1]]
+    return tuple(names)
+
+
 def hlo_ops(hlo_text: str) -> list:
     """Every instruction of an HLO module text (``compiled.as_text()``), in order."""
     if not isinstance(hlo_text, str):
@@ -322,13 +329,42 @@ def hlo_ops(hlo_text: str) -> list:
         calls = re.search(r"calls=%([\w.\-]+)", attrs)
         opn = re.search(r'op_name="([^"]*)"', attrs)
         ops.append(HloOp(name=m["name"], opcode=opcode, shape=shape, computation=comp,
-                         in_entry=entry, operands=tuple(re.findall(r"%([\w.\-]+)", operands)),
+                         in_entry=entry, operands=_operand_names(operands),
                          fusion_kind=kind.group(1) if kind else "",
                          calls=calls.group(1) if calls else "", op_name=opn.group(1) if opn else "",
                          attrs=attrs))
     if not ops:
         raise ValueError("no HLO instructions found in the text")
     return ops
+
+
+def hlo_lines(hlo_text: str, pattern: str | None = None, entry_only: bool = True,
+              max_lines: int = 40) -> list:
+    """Instruction lines of an HLO text without metadata/backend_config (stable to print).
+
+    ``pattern``: keep only lines matching this regex (e.g. ``"dot|all-reduce"``).
+    """
+    if not isinstance(max_lines, int) or max_lines < 1:
+        raise ValueError(f"max_lines must be a positive int, got {max_lines!r}")
+    rx = re.compile(pattern) if pattern else None
+    out, entry = [], False
+    for line in hlo_text.splitlines():
+        cm = _COMP.match(line)
+        if cm:
+            entry = bool(cm["entry"])
+            continue
+        if not _INSTR.match(line) or (entry_only and not entry):
+            continue
+        clean = re.sub(r",\s*(metadata|backend_config|frontend_attributes)=(\{.*?\}(?=,\s*\w+=|$)|\S+)", "", line)
+        clean = re.sub(r",\s*(metadata|backend_config)=.*$", "", clean).strip()
+        if rx is None or rx.search(clean):
+            out.append(clean)
+        if len(out) >= max_lines:
+            break
+    return out
+
+
+__all__.append("hlo_lines")
 
 
 def _base_kind(opcode: str) -> str:
@@ -598,6 +634,11 @@ class CompileReport:
             base = c.operand_bytes if c.kind == "reduce-scatter" and c.operand_bytes else c.bytes
             tot += _ICI_FACTOR[c.kind] * base
         return tot
+
+    def sources(self) -> dict:
+        """{HLO op name: source op_name metadata} of the entry's fusions/dots/collectives, to
+        attribute trace time (which names HLO ops) to lines of the JAX program."""
+        return {dict(o)["name"]: dict(o)["source"] for o in self.ops}
 
     def collective_counts(self) -> dict:
         return {k: sum(c.kind == k for c in self.collectives) for k in COLLECTIVE_KINDS

@@ -1,0 +1,158 @@
+"""Chapter 3 explorers: the sharded-matmul explorer and its kernel-free plotly twin.
+
+Book: sec-03-explorer. ``draw_matmul`` (numpy + matplotlib, < 100 ms) is what the widget calls:
+choose how A[I, J] and B[J, K] are sharded on a 2D mesh, the output, the sizes and the chip, and
+see the case, the collectives, local shapes, and compute vs communication time.
+``cost_figure`` precomputes the same costs for a list of sharding choices over a batch-size
+slider (``scaling_lib.interactive.slider_figure``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import sharding
+from ..plots import COLORS
+from ..units import fmt_bytes, fmt_num, fmt_time
+
+__all__ = ["AXIS_CHOICES", "CHIPS", "plan_for", "draw_matmul", "matmul_explorer",
+           "A_IN", "OUT", "STRATEGIES", "strategy_costs", "cost_figure"]
+
+#: what a dimension may be sharded over on a {X, Y} mesh
+AXIS_CHOICES = [("不分片", ""), ("X", "X"), ("Y", "Y"), ("XY", "XY")]
+CHIPS = ["TPU v5e", "TPU v5p", "TPU v4p", "TPU v6e"]
+_STEP_COLORS = {"all_gather": COLORS["comms"], "reduce_scatter": COLORS["yellow"],
+                "all_reduce": COLORS["memory"], "all_to_all": COLORS["accent"],
+                "permute": COLORS["sky"]}
+
+
+def _dim(name, axes):
+    return f"{name}_{axes}" if axes else name
+
+
+def plan_for(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192, J=4096, K=16384,
+             chip="TPU v5e", wrap=True, strategy="gather") -> sharding.MatmulPlan:
+    """The ``MatmulPlan`` for the explorer's control values (raises ValueError on bad specs)."""
+    a = f"A[{_dim('I', a_i)}, {_dim('J', a_j)}]"
+    b = f"B[{_dim('J', b_j)}, {_dim('K', b_k)}]"
+    mesh = {"X": int(X), "Y": int(Y)}
+    o = None if out in (None, "自动") else f"Out[{out}]"
+    return sharding.matmul(a, b, mesh, out=o, sizes={"I": int(I), "J": int(J), "K": int(K)},
+                           chip=chip, wrap=bool(wrap), strategy=strategy)
+
+
+def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192, J=4096,
+                K=16384, chip="TPU v5e", wrap=True, strategy="gather", ax=None):
+    """A stacked bar (compute vs each collective) and a text card of the plan; returns the plan."""
+    import matplotlib.pyplot as plt
+
+    p = plan_for(a_i, a_j, b_j, b_k, out, X, Y, I, J, K, chip, wrap, strategy)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.2, 3.6))
+    ax.barh([1], [p.t_math * 1e6], color=COLORS["compute"], label="计算 T_math")
+    left = 0.0
+    for st in p.steps:
+        if st.kind == "slice":
+            continue
+        ax.barh([0], [st.time * 1e6], left=[left], color=_STEP_COLORS[st.kind],
+                label=f"{sharding.COLLECTIVES[st.kind]}_{''.join(st.axes)}")
+        left += st.time * 1e6
+    ax.set_yticks([0, 1])
+    ax.set_yticklabels(["通信", "计算"])
+    ax.set_xlabel("每设备时间（µs）")
+    hi = max(p.t_math, p.t_comms) * 1e6
+    ax.set_xlim(0, hi * 1.15 if hi > 0 else 1)
+    ax.set_ylim(-0.6, 2.9)
+    m = p.mesh
+    lines = [p.notation(),
+             f"情形 {p.case}；网格 X={m['X']}，Y={m['Y']}；{p.chip}" + ("" if wrap else "（无环绕）"),
+             "通信：" + ("无" if not p.collectives else "；".join(
+                 f"{sharding.COLLECTIVES[s.kind]}_{''.join(s.axes)} V={fmt_bytes(s.nbytes)}"
+                 for s in p.steps if s.kind != "slice")),
+             f"本地形状：A {p.a.local_shape(p.sizes, m)}，B {p.b.local_shape(p.sizes, m)}，"
+             f"输出 {p.out.local_shape(p.sizes, m)}",
+             f"T_math {fmt_time(p.t_math)}，T_comms {fmt_time(p.t_comms)} → {p.bottleneck}受限"]
+    ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, va="top", fontsize=8.5,
+            bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
+    ax.legend(loc="lower right", fontsize=8, ncol=2)
+    ax.grid(axis="y", visible=False)
+    plt.show()
+    return p
+
+
+def matmul_explorer():
+    """The ipywidgets explorer (needs a kernel): shardings, output, sizes, chip, wraparound."""
+    from . import dropdown, explorer, log_slider, toggle
+    dims_out = ["自动", "I, K", "I_X, K", "I, K_X", "I_Y, K", "I, K_Y", "I_X, K_Y", "I_Y, K_X",
+                "I_XY, K", "I, K_XY"]
+    controls = {
+        "a_i": dropdown(AXIS_CHOICES, "X", "A 的 I 分片"),
+        "a_j": dropdown(AXIS_CHOICES, "", "A 的 J 分片"),
+        "b_j": dropdown(AXIS_CHOICES, "", "B 的 J 分片"),
+        "b_k": dropdown(AXIS_CHOICES, "Y", "B 的 K 分片"),
+        "out": dropdown(dims_out, "自动", "输出 Out"),
+        "strategy": dropdown([("先 AllGather", "gather"), ("先乘后 AllReduce", "reduce")],
+                             "gather", "情形2 策略"),
+        "X": dropdown([2, 4, 8, 16], 4, "网格 X"),
+        "Y": dropdown([1, 2, 4, 8, 16], 2, "网格 Y"),
+        "I": log_slider(8192, 7, 17, 1, "I（行）", base=2, fmt=".0f"),
+        "J": log_slider(4096, 7, 17, 1, "J（收缩）", base=2, fmt=".0f"),
+        "K": log_slider(16384, 7, 17, 1, "K（列）", base=2, fmt=".0f"),
+        "chip": dropdown(CHIPS, "TPU v5e", "芯片"),
+        "wrap": toggle([("环（有环绕链路）", True), ("链（无环绕）", False)], True, "网格轴"),
+    }
+
+    def draw(**kw):
+        draw_matmul(**kw)
+
+    return explorer(controls, draw, columns=3)
+
+
+#: the twin's scenario: activations arrive batch-sharded, the weight must be sharded over all
+#: 16 chips (it does not fit replicated), and the output must leave sharded like the input.
+A_IN, OUT = "A[I_XY, J]", "Out[I_XY, K]"
+#: label -> (A as multiplied, B as stored)
+STRATEGIES = {
+    "FSDP：收集权重": ("A[I_XY, J]", "B[J_XY, K]"),
+    "张量并行：收集激活": ("A[I, J]", "B[J, K_XY]"),
+    "收缩维分片 + ReduceScatter": ("A[I, J_XY]", "B[J_XY, K]"),
+    "FSDP(X) + 张量并行(Y)": ("A[I_X, J]", "B[J_X, K_Y]"),
+}
+
+
+def strategy_costs(I, J, K, mesh=None, chip="TPU v5e", wrap=True) -> dict:
+    """{label: (t_math, t_comms)} per ``STRATEGIES`` entry: reshard A from ``A_IN`` to the
+    strategy's sharding, multiply with the chapter's rules, and leave the output as ``OUT``."""
+    mesh = mesh or {"X": 4, "Y": 4}
+    sizes = {"I": int(I), "J": int(J), "K": int(K)}
+    out = {}
+    for label, (a, b) in STRATEGIES.items():
+        pre = sharding.reshard_cost(A_IN, a, mesh, {"I": sizes["I"], "J": sizes["J"]},
+                                    chip=chip, wrap=wrap)
+        p = sharding.matmul(a, b, mesh, out=OUT, sizes=sizes, chip=chip, wrap=wrap)
+        out[label] = (p.t_math, p.t_comms + sum(st.time for st in pre))
+    return out
+
+
+def cost_figure(Is=(256, 1024, 4096, 16384, 65536), J=8192, K=32768, mesh=None,
+                chip="TPU v5e", wrap=True):
+    """Plotly twin: grouped bars of T_math and T_comms per sharding choice, slider over I."""
+    from ..interactive import slider_figure
+    steps = []
+    labels = list(STRATEGIES)
+    for I in Is:
+        c = strategy_costs(I, J, K, mesh, chip, wrap)
+        tm = [round(c[k][0] * 1e6, 4) for k in labels]
+        tc = [round(c[k][1] * 1e6, 4) for k in labels]
+        steps.append((str(I), [
+            {"type": "bar", "x": labels, "y": tm, "name": "计算 T_math",
+             "marker": {"color": COLORS["compute"]}},
+            {"type": "bar", "x": labels, "y": tc, "name": "通信 T_comms",
+             "marker": {"color": COLORS["comms"]}},
+        ]))
+    m = mesh or {"X": 4, "Y": 4}
+    fig = slider_figure(steps, title=f"{A_IN}·B → {OUT}（J={J}，K={K}，{chip} {m['X']}×{m['Y']}）",
+                        xaxis={"title": {"text": "分片方式"}},
+                        yaxis={"title": {"text": "每设备时间（µs）"}, "type": "log"},
+                        slider_label="I（token 数）", active=2, height=480)
+    fig.update_layout(barmode="group")
+    return fig

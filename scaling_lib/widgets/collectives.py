@@ -1,0 +1,98 @@
+"""Collective explorer (chapters 2, 3, 12): pick a collective, an array size and a topology; see
+time, regime and effective bandwidth, and the time-vs-size curve with both regimes.
+
+Book: sec-02-collectives, sec-12-collectives. ``draw_collective`` is pure numpy + matplotlib
+(< 100 ms) and is what the widget calls; ``collective_slider_figure`` is the kernel-free twin.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import collectives as C, topology as T
+from ..units import fmt_bw, fmt_bytes, fmt_time
+
+__all__ = ["TOPOLOGIES", "KIND_LABELS", "draw_collective", "collective_explorer",
+           "collective_slider_figure", "sweep"]
+
+#: label -> (topology preset, axes)
+TOPOLOGIES = {
+    "v5e 4×4（无环绕），X 轴": ("v5e-4x4", ("X",)),
+    "v5e 16×16 整个 Pod，X 轴": ("v5e-16x16", ("X",)),
+    "v5e 16×16 整个 Pod，X+Y 两轴": ("v5e-16x16", ("X", "Y")),
+    "v5p 4×4×4 立方体，X 轴": ("v5p-4x4x4", ("X",)),
+    "v5p 4×4×4 立方体，三轴": ("v5p-4x4x4", ("X", "Y", "Z")),
+    "两个 v5e Pod（DCN）": ("v5e-2pods", ("X", "Y", "DCN")),
+    "8×H100 NVLink 节点": ("h100-node", ("X",)),
+    "8×H100 节点 + SHARP": ("h100-node-sharp", ("X",)),
+    "GB200 NVL72 机架": ("gb200-nvl72", ("X",)),
+    "H100 SuperPod 1024 GPU": ("h100-superpod", ("X",)),
+}
+KIND_LABELS = {"AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
+               "AllReduce": "all_reduce", "AllToAll": "all_to_all"}
+SIZES = np.logspace(2, 11, 91)
+
+
+def sweep(kind: str, topology: str, sizes=SIZES):
+    """CollectiveResult over an array of sizes for a TOPOLOGIES label."""
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"unknown topology {topology!r}; allowed: {', '.join(TOPOLOGIES)}")
+    name, axes = TOPOLOGIES[topology]
+    return C.collective_time(kind, sizes, name, axes)
+
+
+def draw_collective(kind="all_gather", topology="v5e 16×16 整个 Pod，X 轴", nbytes=1e8, ax=None):
+    """Time vs array size (log-log) with the bandwidth and latency terms, the chosen size marked,
+    and a text box with time, regime and effective bandwidth."""
+    import matplotlib.pyplot as plt
+
+    if kind in KIND_LABELS:
+        kind = KIND_LABELS[kind]
+    r = sweep(kind, topology)
+    one = sweep(kind, topology, float(nbytes))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.loglog(SIZES, r.total, lw=2.2, color="#0072B2", label="模型总时间")
+    ax.loglog(SIZES, r.t_bandwidth, ls="--", color="#009E73", label="带宽项")
+    ax.loglog(SIZES, np.broadcast_to(r.t_latency, SIZES.shape), ls=":", color="#D55E00",
+              label="延迟项")
+    x = C.crossover_bytes(kind, *TOPOLOGIES[topology])
+    if SIZES[0] < x < SIZES[-1]:
+        ax.axvline(x, color="0.5", lw=0.8)
+        ax.text(x * 1.15, r.total.min() * 1.3, f"分界 {fmt_bytes(x)}", fontsize=8)
+    ax.plot([one.nbytes], [one.total], "o", color="#CC79A7", ms=8, zorder=5)
+    ax.set_xlabel("数组大小（字节）")
+    ax.set_ylabel("时间（秒）")
+    ax.set_title(f"{C.KIND_ZH[kind]}：{one.topology}", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.text(0.98, 0.04, f"{fmt_bytes(one.nbytes)} → {fmt_time(one.total)}\n{one.regime}，"
+            f"有效带宽 {fmt_bw(one.effective_bandwidth)}", transform=ax.transAxes, ha="right",
+            va="bottom", fontsize=8, bbox={"fc": "white", "ec": "0.8"})
+    plt.show()
+    return one
+
+
+def collective_explorer():
+    """The ipywidgets explorer (needs a kernel)."""
+    from . import dropdown, explorer, log_slider
+    controls = {"kind": dropdown(list(KIND_LABELS.items()), "all_gather", "集合操作"),
+                "topology": dropdown(list(TOPOLOGIES), "v5e 16×16 整个 Pod，X 轴", "拓扑"),
+                "nbytes": log_slider(1e8, 2, 11, 0.25, "数组字节数")}
+    return explorer(controls, draw_collective)
+
+
+def collective_slider_figure(kind: str = "all_reduce"):
+    """Plotly twin for the static page: time vs size, one slider step per topology."""
+    from ..interactive import slider_figure
+    steps = []
+    for label in TOPOLOGIES:
+        r = sweep(kind, label)
+        steps.append((label, [
+            {"x": SIZES, "y": r.total, "name": "总时间", "mode": "lines", "line": {"width": 3}},
+            {"x": SIZES, "y": r.t_bandwidth, "name": "带宽项", "mode": "lines", "line": {"dash": "dash"}},
+            {"x": SIZES, "y": np.broadcast_to(r.t_latency, SIZES.shape), "name": "延迟项",
+             "mode": "lines", "line": {"dash": "dot"}},
+        ]))
+    return slider_figure(steps, title=f"{C.KIND_ZH[C._kind(kind)]} 时间随数组大小的变化",
+                         slider_label="拓扑", active=1,
+                         xaxis={"title": {"text": "数组大小（字节）"}, "type": "log"},
+                         yaxis={"title": {"text": "时间（秒）"}, "type": "log"})

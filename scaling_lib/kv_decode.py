@@ -1,0 +1,286 @@
+"""A real KV-cache decoder on the book's small JAX model: prefill, cached decode loop, the naive
+recompute-everything loop it replaces, decode-step timing against batch, and greedy speculative
+decoding.
+
+Units: seconds, tokens. Book: chapter 7 (sec-07-real-decoder, sec-07-kv-cache, sec-07-spec).
+Builds on ``scaling_lib.jax_model`` (its ``forward`` with ``kv_cache``/``pos``, ``prefill``,
+``decode_step``): one parameter pytree serves every path here. Imports jax; notebooks call
+``scaling_lib.devices.setup()`` first. Timings are wall-clock medians and vary by machine.
+Ignores: sampling other than greedy, batching of ragged prompts (all prompts have one length),
+int8 kernels (weights are f32 on CPU, as XLA computes bf16 dots in f32 there anyway).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import jax_model
+from .transformer import TransformerConfig
+
+__all__ = ["tiny_config", "generate_naive", "generate_cached", "max_logit_diff",
+           "per_token_times", "filled_cache", "decode_step_sweep", "predicted_step_times",
+           "served_from_config", "generate_speculative", "perturbed_params"]
+
+
+def _jax():
+    import jax
+    import jax.numpy as jnp
+    return jax, jnp
+
+
+def tiny_config(d_model=256, n_layers=4, n_heads=4, n_kv_heads=2, d_ff=1024, vocab=512,
+                name="tiny decoder") -> TransformerConfig:
+    """The chapter's demo model (spec 07 demo 1: D = 256, L = 4, N = 4, K = 2)."""
+    return TransformerConfig(d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                             n_kv_heads=n_kv_heads, d_ff=d_ff, vocab=vocab, name=name)
+
+
+def _check_prompt(prompt, cfg):
+    _, jnp = _jax()
+    p = jnp.asarray(prompt)
+    if p.ndim != 2 or not jnp.issubdtype(p.dtype, jnp.integer) or p.shape[1] < 1:
+        raise ValueError(f"prompt must be an integer array [batch, T >= 1], got "
+                         f"{p.dtype}{list(p.shape)}")
+    if int(p.max()) >= cfg.vocab or int(p.min()) < 0:
+        raise ValueError(f"prompt token ids must be in [0, {cfg.vocab}), got "
+                         f"[{int(p.min())}, {int(p.max())}]")
+    return p
+
+
+def _check_n(name, n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name} must be a positive int, got {n!r}")
+    return int(n)
+
+
+@functools.lru_cache(maxsize=16)
+def _naive_step(cfg: TransformerConfig):
+    """One jitted naive step: run the whole fixed-size buffer, read the logits at ``i - 1``,
+    write the greedy token at ``i``."""
+    jax, jnp = _jax()
+
+    def step(params, buf, i):
+        lg = jax_model.forward(params, buf, cfg)
+        lg = jax.lax.dynamic_index_in_dim(lg, i - 1, axis=1, keepdims=False)
+        tok = jnp.argmax(lg, axis=-1).astype(buf.dtype)
+        buf = jax.lax.dynamic_update_index_in_dim(buf, tok[:, None], i, axis=1)
+        return buf, tok, lg
+    return jax.jit(step)
+
+
+def generate_naive(params, prompt, cfg, n_new):
+    """Greedy decoding that re-runs the model over the whole prefix for every new token (no KV
+    cache). The prefix lives in a fixed [B, T + n_new] buffer, so one compiled forward serves
+    every step; the causal mask keeps the padding out. Returns (tokens [B, n_new], logits
+    [B, n_new, V]): logits[:, i] predicted token i."""
+    jax, jnp = _jax()
+    p = _check_prompt(prompt, cfg)
+    n = _check_n("n_new", n_new)
+    B, T = p.shape
+    buf = jnp.zeros((B, T + n), p.dtype).at[:, :T].set(p)
+    step = _naive_step(cfg)
+    toks, logits = [], []
+    for i in range(n):
+        buf, t, lg = step(params, buf, jnp.asarray(T + i))
+        toks.append(t)
+        logits.append(lg)
+    return jnp.stack(toks, axis=1), jnp.stack(logits, axis=1)
+
+
+@functools.lru_cache(maxsize=16)
+def _decode_loop(cfg: TransformerConfig, n: int):
+    """A jitted loop of ``n`` cached greedy decode steps (lax.scan, compiled once per n)."""
+    jax, jnp = _jax()
+
+    def loop(params, cache, tok, pos):
+        def body(carry, _):
+            cache, tok, pos = carry
+            lg, cache = jax_model.decode_step(params, tok, cfg, cache, pos)
+            nxt = jnp.argmax(lg, axis=-1).astype(tok.dtype)
+            return (cache, nxt, pos + 1), (nxt, lg)
+        (cache, _, _), (toks, lgs) = jax.lax.scan(body, (cache, tok, pos), None, length=n)
+        return toks.T, jnp.swapaxes(lgs, 0, 1), cache
+    return jax.jit(loop)
+
+
+def generate_cached(params, prompt, cfg, n_new, max_len=None):
+    """Greedy decoding with a KV cache: prefill the prompt once (writing K/V for every prompt
+    position), then ``n_new - 1`` one-token decode steps that append to the cache. Returns
+    (tokens [B, n_new], logits [B, n_new, V]), the same contract as ``generate_naive``."""
+    jax, jnp = _jax()
+    p = _check_prompt(prompt, cfg)
+    n = _check_n("n_new", n_new)
+    T = p.shape[1]
+    max_len = T + n if max_len is None else _check_n("max_len", max_len)
+    if max_len < T + n - 1:
+        raise ValueError(f"max_len={max_len} is too short for {T} prompt + {n} new tokens")
+    lg, cache = jax.jit(lambda prm, toks: jax_model.prefill(prm, toks, cfg, max_len))(params, p)
+    first_lg = lg[:, -1]
+    tok = jnp.argmax(first_lg, axis=-1).astype(p.dtype)
+    if n == 1:
+        return tok[:, None], first_lg[:, None]
+    toks, lgs, _ = _decode_loop(cfg, n - 1)(params, cache, tok, jnp.asarray(T))
+    return (jnp.concatenate([tok[:, None], toks], axis=1),
+            jnp.concatenate([first_lg[:, None], lgs], axis=1))
+
+
+def max_logit_diff(params, prompt, cfg, n_new) -> dict:
+    """Cached vs recomputed decoding on the same prompt: max |Δlogit|, the logit scale and
+    whether the greedy tokens agree."""
+    t_a, l_a = generate_naive(params, prompt, cfg, n_new)
+    t_b, l_b = generate_cached(params, prompt, cfg, n_new)
+    l_a, l_b = np.asarray(l_a), np.asarray(l_b)
+    return {"max_abs_diff": float(np.max(np.abs(l_a - l_b))),
+            "logit_scale": float(np.max(np.abs(l_a))),
+            "same_tokens": bool(np.array_equal(np.asarray(t_a), np.asarray(t_b)))}
+
+
+def per_token_times(params, cfg, prompt_len=8, n_new=128, batch=1, seed=0) -> dict:
+    """Wall-clock seconds of each new token, naive (re-run the growing prefix, exact-length
+    arrays: each length compiles once, warm-up pass first) vs cached (one decode step)."""
+    jax, jnp = _jax()
+    n = _check_n("n_new", n_new)
+    T = _check_n("prompt_len", prompt_len)
+    import time
+    rng = np.random.default_rng(seed)
+    prompt = jnp.asarray(rng.integers(0, cfg.vocab, (_check_n("batch", batch), T)), jnp.int32)
+    fwd = jax.jit(lambda prm, toks: jax_model.forward(prm, toks, cfg)[:, -1])
+    seqs = [jnp.asarray(rng.integers(0, cfg.vocab, (batch, T + i)), jnp.int32) for i in range(n)]
+    for s in seqs:                                   # compile every length first
+        fwd(params, s).block_until_ready()
+    naive = []
+    for s in seqs:
+        t0 = time.perf_counter()
+        fwd(params, s).block_until_ready()
+        naive.append(time.perf_counter() - t0)
+    max_len = T + n
+    _, cache = jax.jit(lambda prm, toks: jax_model.prefill(prm, toks, cfg, max_len))(params, prompt)
+    step = jax.jit(lambda prm, c, t, p: jax_model.decode_step(prm, t, cfg, c, p))
+    tok = prompt[:, -1]
+    lg, c2 = step(params, cache, tok, jnp.asarray(T))
+    jax.block_until_ready(lg)
+    cached = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        lg, cache = step(params, cache, tok, jnp.asarray(T + i))
+        jax.block_until_ready(lg)
+        cached.append(time.perf_counter() - t0)
+    return {"position": np.arange(T, T + n), "naive_s": np.asarray(naive),
+            "cached_s": np.asarray(cached)}
+
+
+def filled_cache(cfg, batch, seq_len, dtype=None, seed=0):
+    """A KV cache [L, B, seq_len + 1, K, H] filled with random numbers (its contents do not
+    change the time of a decode step, only its size does)."""
+    jax, jnp = _jax()
+    dtype = dtype or jnp.float32
+    shape = (cfg.n_layers, _check_n("batch", batch), _check_n("seq_len", seq_len) + 1,
+             cfg.n_kv_heads, cfg.d_head)
+    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+    return {"k": jax.random.normal(k1, shape, jnp.float32).astype(dtype),
+            "v": jax.random.normal(k2, shape, jnp.float32).astype(dtype)}
+
+
+def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None) -> list:
+    """Median wall-clock time of one cached decode step (B sequences, each with ``seq_len``
+    cached tokens) for each B. One dict per batch: batch, seq_len, t (s), tok_s."""
+    jax, jnp = _jax()
+    from .measure import time_fn
+    device = device or jax.devices()[0]
+    step = jax.jit(lambda prm, c, t, p: jax_model.decode_step(prm, t, cfg, c, p)[0])
+    params = jax.device_put(params, device)
+    out = []
+    for b in batches:
+        b = _check_n("batch", b)
+        cache = jax.device_put(filled_cache(cfg, b, seq_len), device)
+        tok = jax.device_put(jnp.zeros((b,), jnp.int32), device)
+        t = time_fn(step, params, cache, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter)
+        out.append({"batch": b, "seq_len": int(seq_len), "t": t, "tok_s": b / t})
+    return out
+
+
+def served_from_config(cfg: TransformerConfig):
+    """The ``inference.ServedModel`` of a small config, counting the weights a decode step
+    actually streams (matmul weights incl. the unembedding; the embedding is a B-row gather)."""
+    from .inference import ServedModel
+    p = float(cfg.matmul_params())
+    return ServedModel(name=cfg.name or "model", params=p,
+                       kv_elems_per_token=float(cfg.kv_elems_per_token()), d_model=cfg.d_model,
+                       d_ff=cfg.d_ff, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+                       n_kv_heads=cfg.n_kv_heads, d_head=cfg.d_head)
+
+
+def predicted_step_times(cfg, batches, seq_len, chip, dtype="f32", compute="bf16") -> dict:
+    """The library's decode-step estimate (eq-07-step) for the same model, batches and context
+    on ``chip`` (e.g. ``hardware.measured_cpu_chip(...)`` or the detected accelerator). Memory
+    capacity is not checked (the chip record may not know it)."""
+    from . import inference
+    m = served_from_config(cfg)
+    b = np.asarray(batches, dtype=float)
+    st = inference.decode_step_time(m, b, seq_len, 1, chip, dtype, dtype, compute=compute,
+                                    check_memory=False)
+    return {"batch": b, "total_s": np.asarray(st.total_s), "kv_s": np.asarray(st.kv_s),
+            "param_s": np.broadcast_to(st.param_s, b.shape).astype(float),
+            "flops_s": np.asarray(st.flops_s)}
+
+
+def perturbed_params(params, scale, seed=0):
+    """A draft model for speculative decoding: the target's weights plus relative Gaussian
+    noise of size ``scale`` (0 = identical model, larger = more disagreement)."""
+    jax, jnp = _jax()
+    if not (isinstance(scale, (int, float)) and scale >= 0):
+        raise ValueError(f"scale must be a number >= 0, got {scale!r}")
+    leaves, tree = jax.tree_util.tree_flatten(params)
+    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+    new = [x + scale * jnp.std(x) * jax.random.normal(k, x.shape, x.dtype)
+           for x, k in zip(leaves, keys)]
+    return jax.tree_util.tree_unflatten(tree, new)
+
+
+@functools.lru_cache(maxsize=16)
+def _greedy_all(cfg: TransformerConfig):
+    """Jitted greedy next token at every position of a batch-1 buffer."""
+    jax, jnp = _jax()
+    return jax.jit(lambda prm, b: jnp.argmax(jax_model.forward(prm, b, cfg)[0], axis=-1))
+
+
+def generate_speculative(target_params, draft_params, prompt, cfg, n_new, gamma,
+                         draft_cfg=None) -> dict:
+    """Greedy speculative decoding: the draft proposes ``gamma`` tokens one by one, the target
+    scores all of them in one pass and keeps the longest prefix it agrees with plus its own next
+    token. The output equals the target's greedy output. Batch 1. Returns tokens [n_new],
+    target passes, accepted drafts per pass, and the per-token acceptance rate a."""
+    jax, jnp = _jax()
+    p = _check_prompt(prompt, cfg)
+    if p.shape[0] != 1:
+        raise ValueError(f"speculative decoding here runs batch 1, got batch {p.shape[0]}")
+    n = _check_n("n_new", n_new)
+    g = _check_n("gamma", gamma)
+    dcfg = draft_cfg or cfg
+    T = p.shape[1]
+    L = T + n + g + 1
+    buf = np.zeros((1, L), np.int32)
+    buf[0, :T] = np.asarray(p[0])
+    f_t = _greedy_all(cfg)
+    f_d = _greedy_all(dcfg)
+    length, passes, accepted = T, 0, []
+    while length < T + n:
+        d = buf.copy()
+        for j in range(g):                                   # draft γ tokens
+            d[0, length + j] = np.asarray(f_d(draft_params, jnp.asarray(d)))[length + j - 1]
+        tgt = np.asarray(f_t(target_params, jnp.asarray(d)))  # one target pass over all of them
+        passes += 1
+        k = 0
+        while k < g and d[0, length + k] == tgt[length + k - 1]:
+            k += 1
+        accepted.append(k)
+        new = list(d[0, length:length + k]) + [tgt[length + k - 1]]
+        buf[0, length:length + len(new)] = new
+        length += len(new)
+    toks = buf[0, T:T + n].copy()
+    acc = np.asarray(accepted)
+    return {"tokens": toks, "passes": passes, "accepted": acc,
+            "tokens_per_pass": n / passes,
+            # per-token acceptance: accepted drafts / drafts the target actually compared
+            "accept_rate": float(acc.sum() / (acc.sum() + np.sum(acc < g)))}

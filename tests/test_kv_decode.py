@@ -1,0 +1,89 @@
+"""scaling_lib.kv_decode: cached decoding equals recomputation (issue 7), speculative decoding
+keeps the target's output (spec 07 demo 8), the prediction bridge to inference (demo 4)."""
+import numpy as np
+import pytest
+
+from scaling_lib import devices
+
+devices.setup(8)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from scaling_lib import hardware, inference, jax_model, kv_decode  # noqa: E402
+
+CFG = kv_decode.tiny_config(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=128, vocab=97)
+N_NEW = 12
+
+
+@pytest.fixture(scope="module")
+def params():
+    return jax_model.init_params(CFG, jax.random.PRNGKey(0))
+
+
+@pytest.fixture(scope="module")
+def prompt():
+    return jnp.asarray(np.random.default_rng(1).integers(0, 97, (3, 5)), jnp.int32)
+
+
+@pytest.fixture(scope="module")
+def both(params, prompt):
+    return (kv_decode.generate_naive(params, prompt, CFG, N_NEW),
+            kv_decode.generate_cached(params, prompt, CFG, N_NEW))
+
+
+def test_cached_equals_recompute(both):
+    (t_a, l_a), (t_b, l_b) = both
+    assert l_a.shape == l_b.shape == (3, N_NEW, 97)
+    np.testing.assert_allclose(np.asarray(l_b), np.asarray(l_a), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(t_a), np.asarray(t_b))
+
+
+def test_cache_detects_a_broken_cache(params, prompt, both):
+    # a cache that forgets the prompt gives different logits: the equivalence test can fail
+    (_, l_a), _ = both
+    _, cache = jax_model.prefill(params, prompt, CFG, 9)
+    cache = {"k": jnp.zeros_like(cache["k"]), "v": jnp.zeros_like(cache["v"])}
+    tok = jnp.argmax(l_a[:, 0], axis=-1).astype(jnp.int32)
+    lg, _ = jax_model.decode_step(params, tok, CFG, cache, 5)
+    assert float(jnp.max(jnp.abs(lg - l_a[:, 1]))) > 1e-3
+
+
+def test_speculative_matches_target(params, prompt, both):
+    _, (t_b, _) = both
+    p = prompt[:1]
+    target = np.asarray(t_b[0])
+    same = kv_decode.generate_speculative(params, params, p, CFG, N_NEW, gamma=3)
+    np.testing.assert_array_equal(same["tokens"], target)
+    assert same["accept_rate"] == 1.0 and same["passes"] == 3          # 4 tokens per pass
+    noisy = kv_decode.generate_speculative(params, kv_decode.perturbed_params(params, 0.5), p,
+                                           CFG, N_NEW, gamma=3)
+    np.testing.assert_array_equal(noisy["tokens"], target)
+    assert noisy["passes"] >= same["passes"]
+
+
+def test_sweep_and_prediction(params):
+    rows = kv_decode.decode_step_sweep(params, CFG, [1, 4], 16, n_iter=2)
+    assert [r["batch"] for r in rows] == [1, 4] and all(r["t"] > 0 for r in rows)
+    chip = hardware.measured_cpu_chip(1e11, 1e10)
+    pred = kv_decode.predicted_step_times(CFG, [1, 4, 1024], 16, chip)
+    m = kv_decode.served_from_config(CFG)
+    assert m.params == CFG.matmul_params()
+    # weight-bound at small batch: flat; compute-bound at large batch: grows ∝ B
+    assert pred["total_s"][1] < 1.5 * pred["total_s"][0]
+    assert pred["flops_s"][2] > pred["param_s"][2]
+    st = inference.decode_step_time(m, 4, 16, 1, chip, "f32", "f32", check_memory=False)
+    assert pred["total_s"][1] == pytest.approx(float(st.total_s))
+
+
+def test_bad_input(params):
+    with pytest.raises(ValueError, match="prompt"):
+        kv_decode.generate_cached(params, jnp.zeros((3,), jnp.int32), CFG, 2)
+    with pytest.raises(ValueError, match="token ids"):
+        kv_decode.generate_naive(params, jnp.full((1, 2), 500, jnp.int32), CFG, 2)
+    with pytest.raises(ValueError, match="n_new"):
+        kv_decode.generate_cached(params, jnp.zeros((1, 2), jnp.int32), CFG, 0)
+    with pytest.raises(ValueError, match="batch 1"):
+        kv_decode.generate_speculative(params, params, jnp.zeros((2, 2), jnp.int32), CFG, 4, 2)
+    with pytest.raises(ValueError, match="scale"):
+        kv_decode.perturbed_params(params, -1)

@@ -1,0 +1,1328 @@
+"""Parallelism for training: DP, FSDP/ZeRO, tensor, pipeline and expert parallelism, and a planner.
+
+Units: SI (seconds, bytes, FLOPs, FLOPs/s, bytes/s, USD).
+Book: chapter 5 (chapters/05_training.ipynb) derives every formula here; chapter 6
+(chapters/06_applied_training.ipynb) applies them to LLaMA 3 on TPU v5p.
+
+Two levels of model, one set of conventions:
+
+* The book's **simplified layer** (sec-05-layer): an ungated MLP In[B,D]·W_in[D,F]·W_out[F,D] in
+  bf16. ``layer_costs`` gives, for DP, FSDP, TP and FSDP+TP, the same triple for every strategy:
+  FLOPs per chip, bytes communicated per chip and their ratio (FLOPs per byte), forward and
+  backward. The closed-form thresholds (``alpha``, ``dp_min_tokens_per_chip``, ``tp_max_degree``,
+  ``mixed_min_tokens_per_chip``, ``optimal_fsdp``, ``dcn_min_tokens_per_pod``...) follow from it.
+* A **whole transformer step** (sec-05-planner): ``Strategy`` (degrees dp/fsdp/tp/pp/ep,
+  microbatches, rematerialisation, ZeRO stage) evaluated for a model, a cluster, a global batch and
+  a sequence length by ``evaluate``; ``plan`` evaluates every strategy that tiles the cluster at
+  once with numpy and ranks the feasible ones.
+
+Conventions (chapter 5, "集合通信回顾"): a collective's cost is written as bytes ``V`` of the full
+(gathered) array; AllGather and ReduceScatter move ``V``, AllReduce ``2V``, AllToAll ``V/4`` per
+ring, and take ``bytes / (n_axes * W)`` where ``W`` is the bidirectional ICI bandwidth of one link
+(TPU), the per-direction NVLink bandwidth per GPU, or the per-chip DCN/NIC bandwidth. "Bytes
+communicated" below always means these V-equivalents, so ``time = bytes / (n_axes * W)``.
+Forward and backward passes are timed separately, each as ``max(T_math, T_hbm, T_comms)``
+(perfect overlap inside a pass; the book's per-pass comparison).
+
+Ignores: latency-bound collectives (small arrays), attention's KV gathers under context
+parallelism, optimizer-step time, load imbalance between experts, non-matmul FLOPs, and the
+partial overlap real systems achieve (MFU absorbs all of that).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace as _dc_replace
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from . import hardware
+from .units import check_positive, fmt_bytes, fmt_time, fmt_num, DAY, HOUR
+
+__all__ = [
+    # simplified layer (ch. 5)
+    "alpha", "dp_min_tokens_per_chip", "tp_max_degree", "mixed_min_tokens_per_chip",
+    "optimal_fsdp", "mixed_compute_comm_ratio", "dcn_min_tokens_per_pod", "mesh_axes_spanned",
+    "layer_costs", "LayerCosts", "fsdp_tp_layer_times", "fsdp_tp_threshold", "max_params_pure_dp",
+    "max_pure_dp", "ep_compute_comm_ratio", "ep_max_degree", "bubble_fraction", "pipeline_schedule",
+    "checkpoint_bytes", "training_memory", "min_chips_for_memory",
+    # whole step (ch. 5-6)
+    "Strategy", "Cluster", "StepResult", "Infeasible", "evaluate", "plan", "PlanResult",
+    "step_time", "train_time", "train_cost", "total_train_flops", "estimate_train_days",
+    "expected_collectives", "STRATEGY_KINDS", "count_collectives", "sharded_step_check",
+    "PROOF_MESHES",
+]
+
+STRATEGY_KINDS = ("dp", "fsdp", "tp", "fsdp_tp")
+
+
+# =============================================================================================
+# helpers
+# =============================================================================================
+
+def _chip(chip):
+    return hardware.get(chip)
+
+
+def _pos_int(name, v, minimum=1):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return int(v)
+
+
+def _arr(x):
+    x = np.asarray(x, dtype=float)
+    return float(x) if x.ndim == 0 else x
+
+
+def _link_bw(chip) -> float:
+    """W of the chip's scale-up network: TPU ICI bidirectional per link, GPU NVLink per direction."""
+    chip = _chip(chip)
+    if chip.family == "tpu":
+        return chip.ici_bw_bidi
+    if chip.family == "gpu":
+        return chip.nvlink_bw_1way
+    raise ValueError(f"{chip.name} has no inter-chip network in the catalogue (family {chip.family!r})")
+
+
+# =============================================================================================
+# Simplified layer: closed forms (ch. 5, sec-05-dp ... sec-05-mixed)
+# =============================================================================================
+
+def alpha(chip, dtype: str = "bf16") -> float:
+    """ICI arithmetic intensity α = C / W_ici (FLOPs per byte; 2550 on TPU v5p). Book: eq-05-alpha.
+
+    W_ici is the bidirectional bandwidth of one link (TPU); for a GPU the per-direction NVLink
+    bandwidth per GPU (α_nvl, chapter 12).
+    """
+    chip = _chip(chip)
+    return hardware.peak_flops(chip, dtype) / _link_bw(chip)
+
+
+def dp_min_tokens_per_chip(chip, n_axes: int = 1, dtype: str = "bf16") -> float:
+    """Per-chip batch (tokens) above which DP/FSDP is compute-bound: α / n_axes. Book: eq-05-dp-bound.
+
+    TPU v5p: 2550 on one axis, 850 on three.
+    """
+    n = _pos_int("n_axes", n_axes)
+    return alpha(chip, dtype) / n
+
+
+def tp_max_degree(d_ff, chip, n_axes: int = 1, dtype: str = "bf16"):
+    """Largest tensor-parallel degree that stays compute-bound: Y < n F / α. Book: eq-05-tp-bound.
+
+    Independent of batch and of dtype (int8 doubles C but halves the bytes).
+    """
+    f = check_positive("d_ff", d_ff)
+    n = _pos_int("n_axes", n_axes)
+    return _arr(n * f / alpha(chip, dtype if dtype != "int8" else "bf16"))
+
+
+def mixed_min_tokens_per_chip(d_ff, chip, mx_my: int = 2, dtype: str = "bf16"):
+    """Per-chip batch above which optimal FSDP+TP is compute-bound: 4α² / (M_X M_Y F).
+
+    Book: eq-05-mixed-bound. On a 3D torus M_X M_Y = 2 (≈ 397 on v5p for F = 32,768; 453.6 for
+    LLaMA-3-70B's F = 28,672); on a 2D torus 1.
+    """
+    f = check_positive("d_ff", d_ff)
+    m = _pos_int("mx_my", mx_my)
+    a = alpha(chip, dtype)
+    return _arr(4 * a * a / (m * f))
+
+
+def optimal_fsdp(batch_tokens, n_chips, d_ff, m_x: int = 2, m_y: int = 1):
+    """X_opt = sqrt((B/F)·(M_X/M_Y)·N), the FSDP degree minimising summed comms. Book: eq-05-xopt."""
+    b = check_positive("batch_tokens", batch_tokens)
+    n = check_positive("n_chips", n_chips)
+    f = check_positive("d_ff", d_ff)
+    _pos_int("m_x", m_x), _pos_int("m_y", m_y)
+    return _arr(np.sqrt(b / f * m_x / m_y * n))
+
+
+def mixed_compute_comm_ratio(batch_tokens, n_chips, d_ff, chip, mx_my: int = 2):
+    """T_math / T_comms of optimal FSDP+TP: sqrt(B F M_X M_Y) / (2 α sqrt(N)). Book: eq-05-mixed-ratio.
+
+    Equals sqrt((B/N) / mixed_min_tokens_per_chip): below 1 the step is communication-bound and
+    runs ≈ 1/ratio times slower than its FLOPs.
+    """
+    b = check_positive("batch_tokens", batch_tokens)
+    n = check_positive("n_chips", n_chips)
+    f = check_positive("d_ff", d_ff)
+    m = _pos_int("mx_my", mx_my)
+    return _arr(np.sqrt(b * f * m) / (2 * alpha(chip) * np.sqrt(n)))
+
+
+def dcn_min_tokens_per_pod(chip, dtype: str = "bf16") -> float:
+    """Per-pod batch above which DP across pods over DCN is compute-bound: C_pod / W_dcn,pod.
+
+    Both scale with the chips of a pod, so it equals C / W_dcn per chip: 73,440 tokens on v5p
+    (CANON §1.4; the book rounds to ≈75k). Book: eq-05-dcn-bound.
+    """
+    chip = _chip(chip)
+    if not chip.dcn_bw_1way:
+        raise ValueError(f"{chip.name} has no DCN bandwidth in the catalogue")
+    return hardware.peak_flops(chip, dtype) / chip.dcn_bw_1way
+
+
+def mesh_axes_spanned(group_size, axis_len: int = 16, max_axes: int = 3) -> int:
+    """Number of torus axes a group of ``group_size`` chips spans (the chart's M convention).
+
+    1 for groups up to one axis (16), 2 up to 256, 3 beyond; capped at ``max_axes`` (3 on a 3D
+    torus, 2 on v5e/v6e). A group of 1 uses no axis but counts as 1 (it never communicates).
+    """
+    g = _pos_int("group_size", group_size)
+    a = _pos_int("axis_len", axis_len, 2)
+    m = _pos_int("max_axes", max_axes)
+    if g == 1:
+        return 1
+    return int(min(m, max(1, math.ceil(math.log(g) / math.log(a) - 1e-9))))
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """Per-chip cost of one simplified layer (fwd and bwd): FLOPs, bytes communicated, ratio."""
+
+    kind: str
+    flops_fwd: float
+    flops_bwd: float
+    bytes_fwd: float
+    bytes_bwd: float
+
+    @property
+    def flops(self) -> float:
+        return self.flops_fwd + self.flops_bwd
+
+    @property
+    def nbytes(self) -> float:
+        return self.bytes_fwd + self.bytes_bwd
+
+    @property
+    def ratio(self) -> float:
+        """FLOPs per byte communicated (∞ when nothing is communicated); compare with α·n_axes."""
+        return self.flops / self.nbytes if self.nbytes else math.inf
+
+    def as_row(self) -> dict:
+        return {"策略": self.kind, "FLOPs/芯片": self.flops, "通信字节/芯片": self.nbytes,
+                "FLOPs/字节": self.ratio}
+
+
+def layer_costs(kind: str, batch_tokens, d_model, d_ff, x: int = 1, y: int = 1) -> LayerCosts:
+    """The summary table of chapter 5 (sec-05-summary) for one simplified bf16 MLP layer.
+
+    ``kind`` in STRATEGY_KINDS; ``x`` = DP/FSDP degree, ``y`` = TP degree. Bytes are the
+    V-equivalents of the collectives a chip takes part in (AllReduce counts 2V):
+
+    * DP: fwd 0, bwd 2 AllReduces of the weight gradients = 8DF.
+    * FSDP: fwd 2 AllGathers (4DF), bwd 2 AllGathers + 2 ReduceScatters (8DF).
+    * TP: fwd AllGather In + ReduceScatter Out (4BD), bwd AllGather dOut + ReduceScatter dIn (4BD).
+    * FSDP+TP: fwd 4BD/X + 4DF/Y; bwd 4BD/X + 8DF/Y (our derivation from the backward matmuls;
+      the book's table prints 8BD/X, chapter 5 errata 8).
+    """
+    if kind not in STRATEGY_KINDS:
+        raise ValueError(f"unknown strategy kind {kind!r}; allowed: {', '.join(STRATEGY_KINDS)}")
+    B = check_positive("batch_tokens", batch_tokens, allow_array=False)
+    D = check_positive("d_model", d_model, allow_array=False)
+    F = check_positive("d_ff", d_ff, allow_array=False)
+    x = _pos_int("x", x)
+    y = _pos_int("y", y)
+    if kind in ("dp", "fsdp") and y != 1:
+        raise ValueError(f"{kind} uses only x (the data axis); got y={y}")
+    if kind == "tp" and x != 1:
+        raise ValueError(f"tp uses only y (the model axis); got x={x}")
+    n = x * y
+    f_fwd, f_bwd = 4 * B * D * F / n, 8 * B * D * F / n
+    if kind == "dp":
+        b_fwd, b_bwd = 0.0, (8 * D * F if x > 1 else 0.0)
+    elif kind == "fsdp":
+        b_fwd, b_bwd = (4 * D * F, 8 * D * F) if x > 1 else (0.0, 0.0)
+    elif kind == "tp":
+        b_fwd, b_bwd = (4 * B * D, 4 * B * D) if y > 1 else (0.0, 0.0)
+    else:
+        act = 4 * B * D / x if y > 1 else 0.0
+        w_f = 4 * D * F / y if x > 1 else 0.0
+        b_fwd, b_bwd = act + w_f, act + 2 * w_f
+    return LayerCosts(kind, f_fwd, f_bwd, b_fwd, b_bwd)
+
+
+def fsdp_tp_layer_times(batch_tokens, d_model, d_ff, n_fsdp, n_tp, chip, m_x: int = 1,
+                        m_y: int = 1, combine: str = "sum") -> dict:
+    """Forward-pass times of the FSDP(X)×TP(Y) simplified layer, vectorised over ``batch_tokens``.
+
+    T_math = 4BDF/(NC); T_fsdp = 4DF/(Y W M_X) (0 if X = 1); T_tp = 4BD/(X W M_Y) (0 if Y = 1);
+    T_comms = T_fsdp + T_tp (``combine='sum'``, the book's model) or their max ('max', the
+    interactive chart's model). Book: eq-05-mixed-times.
+    """
+    if combine not in ("sum", "max"):
+        raise ValueError(f"combine must be 'sum' or 'max', got {combine!r}")
+    B = check_positive("batch_tokens", batch_tokens)
+    D = check_positive("d_model", d_model, allow_array=False)
+    F = check_positive("d_ff", d_ff, allow_array=False)
+    X, Y = _pos_int("n_fsdp", n_fsdp), _pos_int("n_tp", n_tp)
+    mx, my = _pos_int("m_x", m_x), _pos_int("m_y", m_y)
+    chip = _chip(chip)
+    C, W = hardware.peak_flops(chip), _link_bw(chip)
+    N = X * Y
+    t_math = 4 * np.asarray(B) * D * F / (N * C)
+    t_fsdp = np.zeros_like(t_math) + (4 * D * F / (Y * W * mx) if X > 1 else 0.0)
+    t_tp = 4 * np.asarray(B) * D / (X * W * my) if Y > 1 else np.zeros_like(t_math)
+    t_comms = t_fsdp + t_tp if combine == "sum" else np.maximum(t_fsdp, t_tp)
+    return {"t_math": _arr(t_math), "t_fsdp": _arr(t_fsdp), "t_tp": _arr(t_tp),
+            "t_comms": _arr(t_comms), "t_layer": _arr(np.maximum(t_math, t_comms))}
+
+
+def fsdp_tp_threshold(n_fsdp, n_tp, m_x, m_y, d_ff, chip) -> float:
+    """Batch B* (tokens) below which FSDP(X)×TP(Y) is comms-bound under the 'max' model.
+
+    B* = N α / (Y M_X) from the FSDP term (0 when X = 1); ∞ when the TP term alone is
+    comms-bound, i.e. Y ≥ M_Y F / α. D cancels. Book: P5.15.
+    """
+    X, Y = _pos_int("n_fsdp", n_fsdp), _pos_int("n_tp", n_tp)
+    mx, my = _pos_int("m_x", m_x), _pos_int("m_y", m_y)
+    F = check_positive("d_ff", d_ff, allow_array=False)
+    a = alpha(chip)
+    if Y > 1 and Y * a / (my * F) >= 1.0:
+        return math.inf
+    if X == 1:
+        return 0.0
+    return X * Y * a / (Y * mx)
+
+
+def max_params_pure_dp(chip, bytes_per_param: float = 10.0) -> float:
+    """Largest model pure DP can hold: HBM / (bytes per param) (9.6e9 on v5p with Adam's 10 B)."""
+    b = check_positive("bytes_per_param", bytes_per_param, allow_array=False)
+    return _chip(chip).hbm_bytes / b
+
+
+def max_pure_dp(batch_tokens, seq_len) -> int:
+    """How many ways plain data parallelism can split a batch without cutting sequences: B / T."""
+    b = check_positive("batch_tokens", batch_tokens, allow_array=False)
+    t = check_positive("seq_len", seq_len, allow_array=False)
+    if b < t:
+        raise ValueError(f"batch_tokens ({b:g}) is smaller than one sequence (seq_len {t:g})")
+    return int(b // t)
+
+
+def ep_compute_comm_ratio(d_ff_expert, n_experts_axis, chip, gated: bool = False):
+    """[ext] T_math / T_comms of an expert-parallel layer: 4F_e/(α E) (gated 6F_e/(α E)).
+
+    E-way expert sharding on one ring axis; two AllToAlls each moving 2bkD bytes per chip at
+    E/(4W) per byte. Our derivation (chapter 5, sec-05-ep), not the book's.
+    """
+    f = check_positive("d_ff_expert", d_ff_expert)
+    e = check_positive("n_experts_axis", n_experts_axis)
+    k = 6 if gated else 4
+    return _arr(k * f / (alpha(chip) * e))
+
+
+def ep_max_degree(d_ff_expert, chip, gated: bool = False):
+    """[ext] Largest compute-bound expert-parallel ring: E < 4F_e/α (gated 6F_e/α)."""
+    return _arr(np.asarray(ep_compute_comm_ratio(d_ff_expert, 1, chip, gated)))
+
+
+def bubble_fraction(n_stages, n_micro):
+    """Idle fraction of a GPipe / 1F1B pipeline: (Z-1)/(M+Z-1). Book: eq-05-bubble ([ext])."""
+    z = check_positive("n_stages", n_stages)
+    m = check_positive("n_micro", n_micro)
+    return _arr((np.asarray(z) - 1) / (np.asarray(m) + np.asarray(z) - 1))
+
+
+def pipeline_schedule(kind: str, n_stages: int, n_micro: int) -> np.ndarray:
+    """A device × time grid of a pipeline schedule: +m+1 = forward of microbatch m, -(m+1) = its
+    backward (one time unit each, backward = dX and dW together), 0 = idle.
+
+    ``kind`` 'gpipe' (all forwards, then all backwards) or '1f1b' (one forward, one backward in
+    the steady state, at most Z microbatches in flight). Both take 2(M+Z-1) units, so their
+    bubble is the same; 1F1B holds fewer activations.
+    """
+    if kind not in ("gpipe", "1f1b"):
+        raise ValueError(f"kind must be 'gpipe' or '1f1b', got {kind!r}")
+    Z = _pos_int("n_stages", n_stages)
+    M = _pos_int("n_micro", n_micro)
+    # event-driven list scheduling; each stage runs one op per time unit
+    T = 2 * (M + Z - 1)
+    fwd_done = np.full((Z, M), -1)
+    bwd_done = np.full((Z, M), -1)
+    grid = np.zeros((Z, T + 4 * Z), dtype=int)
+    next_f = [0] * Z
+    next_b = [0] * Z
+    for t in range(grid.shape[1]):
+        for s in range(Z):
+            can_f = next_f[s] < M and (s == 0 or 0 <= fwd_done[s - 1, next_f[s]] < t)
+            mb = next_b[s]
+            can_b = mb < M and 0 <= fwd_done[s, mb] < t and (
+                s == Z - 1 or 0 <= bwd_done[s + 1, mb] < t)
+            if kind == "1f1b":
+                in_flight = next_f[s] - next_b[s]
+                if can_f and in_flight >= Z - s:
+                    can_f = False          # 1F1B: at most Z - s microbatches in flight
+                do_b = can_b
+            else:
+                do_b = can_b and next_f[s] == M   # GPipe: backwards only after all forwards
+            if do_b:
+                grid[s, t] = -(mb + 1)
+                bwd_done[s, mb] = t
+                next_b[s] += 1
+            elif can_f:
+                grid[s, t] = next_f[s] + 1
+                fwd_done[s, next_f[s]] = t
+                next_f[s] += 1
+    used = np.nonzero(grid.any(axis=0))[0]
+    return grid[:, : used[-1] + 1]
+
+
+# ---- memory ---------------------------------------------------------------------------------
+
+def checkpoint_bytes(batch_tokens, d_model, n_layers, d_ff=None, saves=("D", "D", "D", "D"),
+                     bytes_per_elem: float = 2.0):
+    """Bytes of saved activations: Σ_saves width × B × L × bytes.
+
+    ``saves`` lists the width of each tensor saved per layer: 'D' or 'F' (or a number).
+    Chapter 6 saves four [B, D] tensors per layer; chapter 5 saves ('F', 'F', 'D'), i.e.
+    2LB(D + 2F) bytes in bf16.
+    """
+    B = check_positive("batch_tokens", batch_tokens)
+    D = check_positive("d_model", d_model, allow_array=False)
+    L = check_positive("n_layers", n_layers, allow_array=False)
+    width = 0.0
+    for s in saves:
+        if s == "D":
+            width += D
+        elif s == "F":
+            if d_ff is None:
+                raise ValueError("saves mention 'F' but d_ff was not given")
+            width += check_positive("d_ff", d_ff, allow_array=False)
+        else:
+            width += check_positive("save width", s, allow_array=False)
+    return _arr(np.asarray(B) * L * width * check_positive("bytes_per_elem", bytes_per_elem,
+                                                          allow_array=False))
+
+
+def training_memory(n_params, batch_tokens, d_model, n_layers, d_ff=None,
+                    saves=("D", "D", "D", "D"), param_bytes: float = 2.0, opt_bytes: float = 8.0,
+                    grad_bytes: float = 0.0, act_bytes: float = 2.0) -> dict:
+    """Total training HBM (bytes), unsharded: params, optimizer state, gradients, checkpoints.
+
+    The book's accounting: bf16 params (2 B) + fp32 Adam moments (8 B) = 10 B/param; gradients
+    and an fp32 master copy are left out (set ``grad_bytes`` to add them).
+    """
+    P = check_positive("n_params", n_params, allow_array=False)
+    for nm, v in (("param_bytes", param_bytes), ("opt_bytes", opt_bytes),
+                  ("grad_bytes", grad_bytes), ("act_bytes", act_bytes)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"{nm} must be a number >= 0, got {v!r}")
+    ck = checkpoint_bytes(batch_tokens, d_model, n_layers, d_ff, saves, act_bytes)
+    out = {"params": P * param_bytes, "optimizer": P * opt_bytes, "grads": P * grad_bytes,
+           "checkpoints": ck}
+    out["total"] = out["params"] + out["optimizer"] + out["grads"] + ck
+    return out
+
+
+def min_chips_for_memory(total_bytes, chip) -> int:
+    """Fewest chips whose HBM holds ``total_bytes`` (everything perfectly sharded)."""
+    t = check_positive("total_bytes", total_bytes, allow_array=False)
+    return int(math.ceil(t / _chip(chip).hbm_bytes))
+
+
+# =============================================================================================
+# time and money (ch. 6)
+# =============================================================================================
+
+def total_train_flops(n_params, n_tokens, flops_per_param_token: float = 6.0) -> float:
+    """6 P n_tok: training FLOPs (forward 2P + backward 4P per token). Book: eq-06-6pt."""
+    P = check_positive("n_params", n_params)
+    n = check_positive("n_tokens", n_tokens)
+    return _arr(flops_per_param_token * np.asarray(P) * n)
+
+
+def step_time(n_params, batch_tokens, n_chips, chip, mfu: float = 1.0, dtype: str = "bf16"):
+    """Compute-bound step time 6PB / (N C MFU) in seconds. Book: eq-05-step-time."""
+    P = check_positive("n_params", n_params)
+    B = check_positive("batch_tokens", batch_tokens)
+    N = check_positive("n_chips", n_chips)
+    _check_mfu(mfu)
+    return _arr(6 * np.asarray(P) * B / (N * hardware.peak_flops(chip, dtype) * mfu))
+
+
+def _check_mfu(mfu):
+    if isinstance(mfu, bool) or not isinstance(mfu, (int, float, np.floating)) or not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be a fraction in (0, 1], got {mfu!r}")
+
+
+def train_time(total_flops, chip, n_chips, mfu: float = 0.4, dtype: str = "bf16"):
+    """Wall-clock seconds for ``total_flops`` on ``n_chips`` at ``mfu``: F / (N C MFU)."""
+    F = check_positive("total_flops", total_flops)
+    N = check_positive("n_chips", n_chips)
+    _check_mfu(mfu)
+    return _arr(np.asarray(F) / (N * hardware.peak_flops(chip, dtype) * mfu))
+
+
+def train_cost(seconds, n_chips, chip=None, usd_per_chip_hour=None):
+    """USD for ``n_chips`` busy for ``seconds``: chip-hours × price (the chip's catalogue price
+    if ``usd_per_chip_hour`` is not given; Feb-2025 on-demand list prices, dated)."""
+    s = check_positive("seconds", seconds)
+    n = check_positive("n_chips", n_chips)
+    if usd_per_chip_hour is None:
+        if chip is None:
+            raise ValueError("give usd_per_chip_hour or a chip with a catalogue price")
+        c = _chip(chip)
+        if c.price_per_hour is None:
+            raise ValueError(f"{c.name} has no price in the catalogue; pass usd_per_chip_hour")
+        usd_per_chip_hour = c.price_per_hour
+    p = check_positive("usd_per_chip_hour", usd_per_chip_hour, allow_array=False)
+    return _arr(np.asarray(s) / HOUR * n * p)
+
+
+# =============================================================================================
+# Whole-step model: Strategy, Cluster, evaluate, plan
+# =============================================================================================
+
+REMAT = MappingProxyType({"none": "不重计算", "selective": "选择性重计算", "full": "整层重计算"})
+SCHEDULES = ("1f1b", "gpipe")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How a training step is split over chips. Degrees multiply to the chip count.
+
+    dp: plain data parallel (replicated weights, gradient AllReduce);
+    fsdp: fully-sharded data parallel over the same batch (ZeRO stage ``zero``);
+    tp: tensor (Megatron) parallel; pp: pipeline stages; ep: expert parallel (MoE only; also
+    shards the batch for the non-expert parts); microbatches: pipeline / gradient-accumulation
+    microbatches; remat: 'none' | 'selective' | 'full'; schedule: '1f1b' | 'gpipe'.
+    """
+
+    dp: int = 1
+    fsdp: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    microbatches: int = 1
+    remat: str = "selective"
+    zero: int = 3
+    schedule: str = "1f1b"
+
+    def __post_init__(self):
+        for nm in ("dp", "fsdp", "tp", "pp", "ep", "microbatches"):
+            _pos_int(nm, getattr(self, nm))
+        if self.remat not in REMAT:
+            raise ValueError(f"remat must be one of {', '.join(REMAT)}, got {self.remat!r}")
+        if self.zero not in (1, 2, 3):
+            raise ValueError(f"zero must be 1, 2 or 3, got {self.zero!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+
+    @property
+    def n_chips(self) -> int:
+        return self.dp * self.fsdp * self.tp * self.pp * self.ep
+
+    @property
+    def data_ways(self) -> int:
+        """Ways the batch is split: dp × fsdp × ep."""
+        return self.dp * self.fsdp * self.ep
+
+    def __str__(self) -> str:
+        parts = [f"{k.upper()}{v}" for k, v in (("dp", self.dp), ("fsdp", self.fsdp),
+                                                 ("tp", self.tp), ("pp", self.pp),
+                                                 ("ep", self.ep)) if v > 1]
+        if not parts:
+            parts = ["1chip"]
+        if self.fsdp > 1 and self.zero != 3:
+            parts[[p.startswith("FSDP") for p in parts].index(True)] = f"ZeRO{self.zero}-{self.fsdp}"
+        if self.microbatches > 1:
+            parts.append(f"mb{self.microbatches}")
+        if self.remat != "selective":
+            parts.append({"none": "noremat", "full": "remat"}[self.remat])
+        if self.pp > 1 and self.schedule != "1f1b":
+            parts.append(self.schedule)
+        return "·".join(parts)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A chip type and how many: TPU slices (pods) joined by DCN, or GPU nodes joined by NICs.
+
+    ``pod_chips``: chips that share the fast network (a TPU slice / pod; an NVLink domain of GPUs).
+    Default: the chip's whole pod (8960 for v5p) or NVLink domain (8 for H100). When n_chips
+    exceeds it, the cluster has n_chips / pod_chips pods.
+    """
+
+    chip: object
+    n_chips: int
+    pod_chips: int | None = None
+    axis_len: int = 16
+
+    def __post_init__(self):
+        c = _chip(self.chip)
+        object.__setattr__(self, "chip", c)
+        _pos_int("n_chips", self.n_chips)
+        if c.family not in ("tpu", "gpu"):
+            raise ValueError(f"{c.name}: a cluster needs a TPU or GPU (family {c.family!r})")
+        pod = self.pod_chips
+        if pod is None:
+            pod = int(np.prod(c.pod_shape)) if c.pod_shape else max(c.chips_per_host, 1)
+            pod = min(pod, self.n_chips) if self.n_chips <= pod else pod
+        _pos_int("pod_chips", pod)
+        if self.n_chips > pod and self.n_chips % pod:
+            raise ValueError(f"n_chips ({self.n_chips}) must be a multiple of pod_chips ({pod}) "
+                             f"when the cluster spans several pods")
+        object.__setattr__(self, "pod_chips", int(min(pod, self.n_chips)))
+        _pos_int("axis_len", self.axis_len, 2)
+
+    @property
+    def n_pods(self) -> int:
+        return self.n_chips // self.pod_chips
+
+    @property
+    def torus_dims(self) -> int:
+        return len(self.chip.pod_shape) if self.chip.family == "tpu" else 1
+
+    def __str__(self):
+        unit = "Pod" if self.chip.family == "tpu" else "个 NVLink 域"
+        pods = f"（{self.n_pods} {unit}）" if self.n_pods > 1 else ""
+        if self.n_pods > 1 and self.chip.family == "tpu":
+            pods = f"（{self.n_pods} 个 Pod）"
+        return f"{self.n_chips} 颗 {self.chip.name}{pods}"
+
+
+class Infeasible(ValueError):
+    """A strategy that cannot run: it needs more memory per chip than the chip has."""
+
+    def __init__(self, message: str, needed: float, available: float):
+        super().__init__(message)
+        self.needed = float(needed)
+        self.available = float(available)
+
+
+@dataclass(frozen=True)
+class _Dims:
+    L: int
+    D: int
+    F: int
+    N: int
+    K: int
+    H: int
+    V: int
+    gated: bool
+    E: int
+    k: int
+    tied: bool
+    P_total: int = 0
+    P_active: int = 0
+
+    @property
+    def p_attn_layer(self):
+        return 2 * self.D * self.H * (self.N + self.K)
+
+    @property
+    def mlp_mats(self):
+        return 3 if self.gated else 2
+
+    @property
+    def p_expert_layer(self):        # all experts of one layer (E = 1: the dense MLP)
+        return self.mlp_mats * self.D * self.F * self.E
+
+    @property
+    def p_router_layer(self):
+        return self.D * self.E if self.E > 1 else 0
+
+    @property
+    def p_vocab(self):
+        return (1 if self.tied else 2) * self.V * self.D
+
+    @property
+    def params(self):
+        if self.P_total:
+            return self.P_total
+        return self.L * (self.p_attn_layer + self.p_expert_layer + self.p_router_layer) + self.p_vocab
+
+    @property
+    def active_params(self):
+        if self.P_active:
+            return self.P_active
+        act_mlp = self.mlp_mats * self.D * self.F * (self.k if self.E > 1 else 1)
+        return self.L * (self.p_attn_layer + act_mlp + self.p_router_layer) + self.p_vocab
+
+
+def _dims(model) -> _Dims:
+    """Read a TransformerConfig-like object (or a models preset name) into plain dimensions."""
+    if isinstance(model, _Dims):
+        return model
+    if isinstance(model, str):
+        from . import models as _models
+        model = _models.get(model)
+    need = ("n_layers", "d_model", "d_ff", "n_heads")
+    miss = [a for a in need if not hasattr(model, a)]
+    if miss:
+        raise TypeError(f"model must be a TransformerConfig (or a preset name); "
+                        f"{type(model).__name__} lacks {', '.join(miss)}")
+    D, N = int(model.d_model), int(model.n_heads)
+    K = int(getattr(model, "n_kv_heads", None) or N)
+    H = getattr(model, "d_head", None) or D // N
+    E = int(getattr(model, "n_experts", 1) or 1)
+    F = int(getattr(model, "d_ff_expert", None) or model.d_ff) if E > 1 else int(model.d_ff)
+    P_total = int(model.params()) if callable(getattr(model, "params", None)) else 0
+    P_active = int(model.active_params()) if callable(getattr(model, "active_params", None)) else 0
+    return _Dims(L=int(model.n_layers), D=D, F=F, N=N, K=K, H=int(H),
+                 V=int(getattr(model, "vocab", 0) or 0), gated=bool(getattr(model, "gated_mlp", True)),
+                 E=E, k=int(getattr(model, "top_k", 1) or 1),
+                 tied=bool(getattr(model, "tied_embeddings", False)), P_total=P_total,
+                 P_active=P_active)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One strategy evaluated: times (s), memory per chip (bytes), bottleneck, MFU."""
+
+    strategy: Strategy
+    cluster: Cluster
+    batch_tokens: float
+    seq_len: int
+    step_time: float
+    t_math: float
+    t_hbm: float
+    comms: Mapping[str, float]        # per-step seconds per collective family
+    bubble: float
+    memory: Mapping[str, float]       # bytes per chip by part, plus 'total'
+    flops_per_chip: float
+    bytes_per_chip: float
+    model_flops: float                # 6·P_active·B (+ attention) for the whole step
+    bottleneck: str
+
+    @property
+    def ratio(self) -> float:
+        """FLOPs per byte communicated, per chip (∞ with no communication)."""
+        return self.flops_per_chip / self.bytes_per_chip if self.bytes_per_chip else math.inf
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation the step could reach: model FLOPs / (N C step_time)."""
+        C = hardware.peak_flops(self.cluster.chip)
+        return self.model_flops / (self.cluster.n_chips * C * self.step_time)
+
+    @property
+    def compute_bound(self) -> bool:
+        return self.bottleneck == "compute"
+
+    def days(self, n_tokens: float, mfu_cap: float = 1.0) -> float:
+        """Days to train on ``n_tokens`` at this step time (slowed further if MFU is capped)."""
+        n = check_positive("n_tokens", n_tokens, allow_array=False)
+        _check_mfu(mfu_cap)
+        t = max(self.step_time, self.t_math / mfu_cap)
+        return n / self.batch_tokens * t / DAY
+
+    def breakdown(self) -> dict:
+        """Per-step seconds: compute, HBM, each communication, pipeline bubble."""
+        out = {"计算": self.t_math, "HBM": self.t_hbm}
+        out.update({_LABELS[k]: v for k, v in self.comms.items() if v > 0})
+        out["流水线气泡"] = self.step_time * self.bubble
+        return out
+
+    def __str__(self):
+        mem = self.memory["total"]
+        return (f"{self.strategy}：单步 {fmt_time(self.step_time)}，瓶颈 {_LABELS[self.bottleneck]}，"
+                f"MFU 上限 {self.mfu:.0%}，每芯片内存 {fmt_bytes(mem)}")
+
+    def _repr_html_(self):
+        rows = "".join(f"<tr><td>{k}</td><td>{fmt_time(v)}</td></tr>" for k, v in self.breakdown().items())
+        mrows = "".join(f"<tr><td>{_MEM_LABELS.get(k, k)}</td><td>{fmt_bytes(v)}</td></tr>"
+                        for k, v in self.memory.items())
+        return (f"<b>{self}</b><table><tr><th>时间</th><th></th></tr>{rows}"
+                f"<tr><th>每芯片内存</th><th></th></tr>{mrows}</table>")
+
+
+_LABELS = {"compute": "计算", "hbm": "HBM 带宽", "dp": "DP 梯度 AllReduce", "fsdp": "FSDP 权重收集/梯度分散",
+           "tp": "TP 激活通信", "pp": "流水线传递", "ep": "EP AllToAll", "dcn": "跨 Pod（DCN）",
+           "bubble": "流水线气泡"}
+_MEM_LABELS = {"params": "参数", "optimizer": "优化器状态", "grads": "梯度", "activations": "激活检查点",
+               "buffers": "收集的权重缓冲", "total": "合计"}
+
+_FAIL_REASONS = {
+    "memory": "内存放不下",
+    "tp_divides": "TP 度不整除头数或 d_ff",
+    "pp_layers": "流水线级数不整除层数（或多于层数）",
+    "ep_experts": "EP 度不整除专家数（或模型不是 MoE）",
+    "batch": "批次不能均分到数据并行的各份",
+    "micro": "微批次数不整除每份的序列数",
+    "pods": "只有数据并行可以跨 Pod（DCN 太慢）",
+}
+
+
+def _axes(cluster: Cluster, group, inner):
+    """(n_axes, bandwidth) for groups of size ``group`` placed after ``inner`` chips (arrays)."""
+    chip = cluster.chip
+    group = np.asarray(group, dtype=float)
+    inner = np.asarray(inner, dtype=float)
+    if chip.family == "tpu":
+        m = np.where(group > 1, np.ceil(np.log(np.maximum(group, 1)) / np.log(cluster.axis_len) - 1e-9), 1)
+        m = np.clip(m, 1, cluster.torus_dims)
+        return m, np.full(group.shape, chip.ici_bw_bidi)
+    # GPU: inside the NVLink domain at NVLink speed, else the node's NIC per GPU
+    inside = inner * group <= cluster.pod_chips
+    nic = chip.dcn_bw_1way or chip.nvlink_bw_1way
+    return np.ones(group.shape), np.where(inside, chip.nvlink_bw_1way, nic)
+
+
+def _core(d: _Dims, cluster: Cluster, B: float, T: int, dp, fsdp, tp, pp, ep, mb, remat_code,
+          zero, gpipe, param_bytes, opt_bytes, grad_bytes, attention=True, combine="sum"):
+    """Vectorised whole-step model. All strategy arguments are equal-length int/float arrays.
+
+    remat_code: 0 none, 1 selective, 2 full. Returns a dict of arrays.
+    """
+    chip = cluster.chip
+    C = hardware.peak_flops(chip)
+    W_hbm = chip.hbm_bw
+    f = lambda a: np.asarray(a, dtype=float)  # noqa: E731
+    dp, fsdp, tp, pp, ep, mb, zero = map(f, (dp, fsdp, tp, pp, ep, mb, zero))
+    remat_code = np.asarray(remat_code)
+    gpipe = np.asarray(gpipe, dtype=bool)
+    N = dp * fsdp * tp * pp * ep
+    ways = dp * fsdp * ep
+    b = B / ways                          # tokens per data shard per step
+    bmu = b / mb                          # tokens per data shard per microbatch
+    L_s = d.L / pp                        # layers per stage
+    # ---- FLOPs ----
+    p_act_layer = d.p_attn_layer + d.mlp_mats * d.D * d.F * (d.k if d.E > 1 else 1) + d.p_router_layer
+    attn_tok = 6.0 * d.L * T * d.N * d.H if attention else 0.0   # causal score+value, fwd+bwd
+    model_flops = 6.0 * d.active_params * B + attn_tok * B
+    fwd_frac = 1.0 / 3.0
+    flops_chip = model_flops / N
+    f_fwd = flops_chip * fwd_frac
+    f_bwd = flops_chip * (1 - fwd_frac) + np.where(remat_code == 2, f_fwd, 0.0)
+    t_math_f, t_math_b = f_fwd / C, f_bwd / C
+    # ---- HBM: weights streamed once per microbatch in fwd, twice in bwd (dX, dW) ----
+    w_layer_chip = 2.0 * (d.p_attn_layer + d.p_expert_layer / ep + d.p_router_layer) / tp
+    t_hbm_f = mb * L_s * w_layer_chip / W_hbm
+    t_hbm_b = 2 * t_hbm_f + np.where(remat_code == 2, t_hbm_f, 0.0)
+    # ---- placement: innermost tp, ep, fsdp, pp, dp ----
+    m_tp, w_tp = _axes(cluster, tp, np.ones_like(tp))
+    m_ep, w_ep = _axes(cluster, ep, tp)
+    m_fs, w_fs = _axes(cluster, fsdp, tp * ep)
+    _, w_pp = _axes(cluster, pp, tp * ep * fsdp)
+    pods = cluster.n_pods if chip.family == "tpu" else 1   # GPUs: NIC bandwidth via _axes
+    dp_in = np.maximum(dp / pods, 1)
+    m_dp, w_dp = _axes(cluster, dp_in, tp * ep * fsdp * pp)
+    # bytes of this chip's weights per layer (bf16), before FSDP sharding
+    wb = 2.0 * (d.p_attn_layer + d.p_router_layer + d.p_expert_layer / ep) / tp
+    # ---- TP: AllGather in + ReduceScatter out around attention and around the MLP, per pass ----
+    tp_on = tp > 1
+    tp_bytes_pass = np.where(tp_on, 2 * 2 * (2.0 * b * d.D) * L_s, 0.0)
+    t_tp = tp_bytes_pass / (m_tp * w_tp)
+    # ---- FSDP / ZeRO ----
+    fs_on = fsdp > 1
+    gathers = mb  # gradient accumulation / pipelining re-gathers weights per microbatch
+    z3 = zero == 3
+    fs_fwd_bytes = np.where(fs_on & z3, gathers * wb * L_s, 0.0)
+    fs_bwd_bytes = np.where(fs_on, np.where(z3, gathers * wb * L_s + wb * L_s, 2 * wb * L_s), 0.0)
+    t_fs_f = fs_fwd_bytes / (m_fs * w_fs)
+    t_fs_b = fs_bwd_bytes / (m_fs * w_fs)
+    # ---- DP: AllReduce of this chip's gradient shard (wb / fsdp per layer) ----
+    shard = wb * L_s / fsdp
+    dp_ici_bytes = np.where(dp_in > 1, 2 * shard, 0.0)
+    t_dp = dp_ici_bytes / (m_dp * w_dp)
+    dcn_bytes = np.where(pods > 1, 2 * shard / dp_in, 0.0)
+    if chip.family == "tpu":
+        w_dcn = chip.dcn_bw_1way or 1.0
+    else:
+        w_dcn = chip.dcn_bw_1way or chip.nvlink_bw_1way
+    t_dcn = dcn_bytes / w_dcn
+    # ---- PP: send activations one hop forward (fwd) and gradients back (bwd) ----
+    pp_bytes_pass = np.where(pp > 1, 2.0 * b * d.D / tp, 0.0)
+    w1 = chip.ici_link_bw_1way if chip.family == "tpu" else 1.0
+    if chip.family == "tpu":
+        t_pp = pp_bytes_pass / w1
+    else:
+        t_pp = pp_bytes_pass / w_pp
+    # ---- EP: two AllToAlls per MoE layer per pass; ring cost E/4 per byte ----
+    ep_bytes_pass = np.where(ep > 1, 2 * (2.0 * b * d.k * d.D / tp) * L_s * ep / 4, 0.0)
+    t_ep = ep_bytes_pass / (m_ep * w_ep)
+    # ---- combine per pass ----
+    comm_f = [t_tp, t_fs_f, t_pp, t_ep]
+    comm_b = [t_tp, t_fs_b, t_pp, t_ep, t_dp, t_dcn]
+    if combine == "sum":
+        c_f, c_b = sum(comm_f), sum(comm_b)
+    else:
+        c_f, c_b = np.maximum.reduce(comm_f), np.maximum.reduce(comm_b)
+    pass_f = np.maximum.reduce([t_math_f, t_hbm_f, c_f])
+    pass_b = np.maximum.reduce([t_math_b, t_hbm_b, c_b])
+    bubble = np.where(pp > 1, (pp - 1) / (mb + pp - 1), 0.0)
+    step = (pass_f + pass_b) / (1 - bubble)
+    # bottleneck: the largest term of the backward pass (the longer one), or the bubble
+    names = ["compute", "hbm", "tp", "fsdp", "pp", "ep", "dp", "dcn"]
+    terms = np.stack([t_math_f + t_math_b, t_hbm_f + t_hbm_b, 2 * t_tp, t_fs_f + t_fs_b, 2 * t_pp,
+                      2 * t_ep, t_dp, t_dcn])
+    # a communication term only binds when the comm side of a pass exceeds the math side
+    comm_binds = (c_f > np.maximum(t_math_f, t_hbm_f)) | (c_b > np.maximum(t_math_b, t_hbm_b))
+    idx_comm = 2 + np.argmax(terms[2:], axis=0)
+    idx_local = np.where(terms[1] > terms[0], 1, 0)
+    idx = np.where(comm_binds, idx_comm, idx_local)
+    bubble_binds = bubble * step > np.take_along_axis(terms, idx[None], 0)[0]
+    bottleneck = np.where(bubble_binds, "bubble", np.array(names)[idx])
+    comm_bytes = (2 * tp_bytes_pass + fs_fwd_bytes + fs_bwd_bytes + dp_ici_bytes + dcn_bytes
+                  + 2 * pp_bytes_pass + 2 * ep_bytes_pass)
+    # ---- memory per chip ----
+    p_dense_chip = (d.L * (d.p_attn_layer + d.p_router_layer)) / (tp * pp)
+    p_exp_chip = d.L * d.p_expert_layer / (tp * pp * ep)
+    p_vocab_chip = d.p_vocab / tp           # embedding/unembedding sharded over TP (vocab-parallel)
+    p_chip = p_dense_chip + p_exp_chip + p_vocab_chip
+    sh_opt = np.where(fs_on, fsdp, 1.0)
+    sh_grad = np.where(fs_on & (zero >= 2), fsdp, 1.0)
+    sh_par = np.where(fs_on & (zero >= 3), fsdp, 1.0)
+    mem_params = p_chip * param_bytes / sh_par
+    mem_opt = p_chip * opt_bytes / sh_opt
+    mem_grads = p_chip * grad_bytes / sh_grad
+    width_none = 3.0 * d.D + (2 * d.N + 2 * d.K) * d.H + (d.mlp_mats + 1) * d.F * (d.k if d.E > 1 else 1)
+    width = np.where(remat_code == 2, d.D, np.where(remat_code == 1, 4.0 * d.D, width_none))
+    in_flight = np.where(pp > 1, np.where(gpipe, mb, np.minimum(mb, pp)), 1.0)
+    mem_act = width * L_s * bmu * in_flight * 2.0 / tp
+    mem_buf = np.where(fs_on & z3, 2 * wb, 0.0)    # two gathered layers (prefetch)
+    mem_total = mem_params + mem_opt + mem_grads + mem_act + mem_buf
+    return dict(step=step, t_math=t_math_f + t_math_b, t_hbm=t_hbm_f + t_hbm_b, bubble=bubble,
+                t_tp=2 * t_tp, t_fsdp=t_fs_f + t_fs_b, t_pp=2 * t_pp, t_ep=2 * t_ep, t_dp=t_dp,
+                t_dcn=t_dcn, bottleneck=bottleneck, flops_chip=np.broadcast_to(flops_chip, N.shape),
+                comm_bytes=comm_bytes, model_flops=model_flops,
+                mem_params=mem_params, mem_opt=mem_opt, mem_grads=mem_grads, mem_act=mem_act,
+                mem_buf=mem_buf, mem_total=mem_total, b=b, bmu=bmu)
+
+
+def _reasons(d: _Dims, cluster: Cluster, B, T, dp, fsdp, tp, pp, ep, mb):
+    """Boolean masks of the structural constraints that fail (arrays), by reason key."""
+    f = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    dp, fsdp, tp, pp, ep, mb = map(f, (dp, fsdp, tp, pp, ep, mb))
+    n_seq = int(B // T)
+    ways = dp * fsdp * ep
+    out = {
+        "tp_divides": (d.N % tp != 0) | (d.F % tp != 0),
+        "pp_layers": (pp > d.L) | (d.L % pp != 0),
+        "ep_experts": (ep > 1) & ((d.E <= 1) | (d.E % ep != 0)),
+        "batch": (int(B) % ways != 0) | (n_seq % dp != 0),
+        "micro": (mb > 1) & (((n_seq // np.maximum(dp, 1)) % mb != 0) | (int(B) % (ways * mb) != 0)),
+        "pods": ((cluster.n_pods > 1) & (cluster.chip.family == "tpu")
+                 & (dp % cluster.n_pods != 0)),
+    }
+    return out
+
+
+def _validate_inputs(model, cluster, batch_tokens, seq_len):
+    d = _dims(model)
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster must be a training.Cluster, got {type(cluster).__name__}")
+    B = check_positive("batch_tokens", batch_tokens, allow_array=False)
+    T = _pos_int("seq_len", seq_len)
+    if B < T:
+        raise ValueError(f"batch_tokens ({B:g}) must hold at least one sequence of seq_len {T}")
+    return d, B, T
+
+
+_REMAT_CODE = {"none": 0, "selective": 1, "full": 2}
+
+
+def evaluate(strategy: Strategy, model, cluster: Cluster, batch_tokens, seq_len: int, *,
+             param_bytes: float = 2.0, opt_bytes: float = 8.0, grad_bytes: float = 2.0,
+             attention: bool = True, combine: str = "sum") -> StepResult:
+    """Step time, memory per chip and bottleneck of ``strategy`` for one training step.
+
+    Raises ValueError naming the constraint when the degrees do not multiply to the chip count,
+    the batch does not divide across data-parallel ranks, there are more pipeline stages than
+    layers, ...; raises ``Infeasible`` (a ValueError carrying ``needed`` and ``available`` bytes)
+    when the strategy does not fit in HBM.
+    """
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"strategy must be a training.Strategy, got {type(strategy).__name__}")
+    if combine not in ("sum", "max"):
+        raise ValueError(f"combine must be 'sum' or 'max', got {combine!r}")
+    d, B, T = _validate_inputs(model, cluster, batch_tokens, seq_len)
+    s = strategy
+    if s.n_chips != cluster.n_chips:
+        raise ValueError(f"degrees of {s} multiply to {s.n_chips} chips, but the cluster has "
+                         f"{cluster.n_chips}: dp·fsdp·tp·pp·ep must equal the chip count")
+    fails = _reasons(d, cluster, B, T, [s.dp], [s.fsdp], [s.tp], [s.pp], [s.ep], [s.microbatches])
+    msgs = {
+        "tp_divides": f"tp={s.tp} must divide n_heads={d.N} and d_ff={d.F}",
+        "pp_layers": f"pp={s.pp} pipeline stages must divide n_layers={d.L} (and not exceed it)",
+        "ep_experts": f"ep={s.ep} must divide n_experts={d.E} (expert parallelism needs an MoE)",
+        "batch": (f"batch of {B:g} tokens ({int(B // T)} sequences of {T}) does not divide across "
+                  f"{s.data_ways} data-parallel ranks (dp·fsdp·ep) with dp={s.dp} taking whole "
+                  f"sequences"),
+        "micro": f"microbatches={s.microbatches} must divide each DP replica's sequences",
+        "pods": (f"the cluster has {cluster.n_pods} pods joined by DCN; dp={s.dp} must be a "
+                 f"multiple of it (only data parallelism crosses pods)"),
+    }
+    for k, bad in fails.items():
+        if bad[0]:
+            raise ValueError(msgs[k])
+    r = _core(d, cluster, B, T, [s.dp], [s.fsdp], [s.tp], [s.pp], [s.ep], [s.microbatches],
+              [_REMAT_CODE[s.remat]], [s.zero], [s.schedule == "gpipe"], param_bytes, opt_bytes,
+              grad_bytes, attention, combine)
+    hbm = cluster.chip.hbm_bytes
+    need = float(r["mem_total"][0])
+    if need > hbm:
+        raise Infeasible(f"{s} needs {fmt_bytes(need)} per chip but {cluster.chip.name} has "
+                         f"{fmt_bytes(hbm)} of HBM", need, hbm)
+    g = lambda k: float(np.asarray(r[k]).ravel()[0])  # noqa: E731
+    comms = {"tp": g("t_tp"), "fsdp": g("t_fsdp"), "dp": g("t_dp"), "pp": g("t_pp"),
+             "ep": g("t_ep"), "dcn": g("t_dcn")}
+    mem = {"params": g("mem_params"), "optimizer": g("mem_opt"), "grads": g("mem_grads"),
+           "activations": g("mem_act"), "buffers": g("mem_buf"), "total": need}
+    return StepResult(s, cluster, B, T, g("step"), g("t_math"), g("t_hbm"),
+                      MappingProxyType(comms), g("bubble"), MappingProxyType(mem),
+                      g("flops_chip"), g("comm_bytes"), g("model_flops"),
+                      str(np.asarray(r["bottleneck"]).ravel()[0]))
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The planner's answer: ranked feasible strategies and why the others failed."""
+
+    cluster: Cluster
+    batch_tokens: float
+    seq_len: int
+    results: tuple                     # StepResult, fastest first (at most ``top``)
+    n_candidates: int
+    n_feasible: int
+    rejected: Mapping[str, int]        # reason key -> count
+    min_memory_needed: float           # smallest per-chip memory among structurally valid ones
+
+    @property
+    def best(self) -> StepResult:
+        return self.results[0]
+
+    def table(self, n: int = 10) -> list[dict]:
+        rows = []
+        for r in self.results[:n]:
+            rows.append({"策略": str(r.strategy), "单步时间": fmt_time(r.step_time),
+                         "瓶颈": _LABELS[r.bottleneck], "MFU 上限": f"{r.mfu:.0%}",
+                         "每芯片内存": fmt_bytes(r.memory["total"]),
+                         "FLOPs/通信字节": fmt_num(r.ratio)})
+        return rows
+
+    def reasons_text(self) -> str:
+        parts = [f"{_FAIL_REASONS[k]} {v}" for k, v in self.rejected.items() if v]
+        return "；".join(parts) if parts else "无"
+
+    def __str__(self):
+        head = (f"{self.cluster}，批次 {fmt_num(self.batch_tokens)} token：候选 {self.n_candidates} 个，"
+                f"可行 {self.n_feasible} 个；淘汰原因：{self.reasons_text()}")
+        lines = [head]
+        for i, row in enumerate(self.table(), 1):
+            lines.append(f"{i:>2}. " + "，".join(f"{k} {v}" for k, v in row.items()))
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        rows = self.table()
+        if not rows:
+            return f"<p>{self}</p>"
+        head = "".join(f"<th>{k}</th>" for k in rows[0])
+        body = "".join(f"<tr><td>{i}</td>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>"
+                       for i, r in enumerate(rows, 1))
+        return (f"<p>{str(self).splitlines()[0]}</p><table><tr><th>#</th>{head}</tr>"
+                + body + "</table>")
+
+
+def _divisors(n: int) -> np.ndarray:
+    return np.array([k for k in range(1, n + 1) if n % k == 0], dtype=np.int64)
+
+
+def _enumerate(n: int, use_ep: bool, use_pp: bool = True) -> np.ndarray:
+    """All ordered (dp, fsdp, tp, pp, ep) with product n, as an int array of shape (M, 5)."""
+    dv = _divisors(n)
+    free = 2 + int(use_pp) + int(use_ep)      # dims enumerated freely; dp is n / product
+    grids = np.meshgrid(*([dv] * free), indexing="ij")
+    cols = [g.ravel() for g in grids]
+    prod = np.ones_like(cols[0])
+    for c in cols:
+        prod = prod * c
+    ok = n % prod == 0
+    cols = [c[ok] for c in cols]
+    dp = n // (np.prod(np.stack(cols), axis=0))
+    fsdp, tp = cols[0], cols[1]
+    pp = cols[2] if use_pp else np.ones_like(dp)
+    ep = cols[-1] if use_ep else np.ones_like(dp)
+    return np.stack([dp, fsdp, tp, pp, ep], axis=1)
+
+
+def plan(model, cluster: Cluster, batch_tokens, seq_len: int, *, top: int = 20,
+         microbatches=(1, 2, 4, 8, 16, 32, 64), remats=("none", "selective", "full"),
+         zeros=(1, 2, 3),
+         param_bytes: float = 2.0, opt_bytes: float = 8.0, grad_bytes: float = 2.0,
+         attention: bool = True, combine: str = "sum", raise_if_none: bool = True) -> PlanResult:
+    """Every strategy that tiles ``cluster``, evaluated at once with numpy; the feasible ones ranked
+    by step time (ties: less memory first). ``PlanResult.rejected`` counts failures by reason.
+
+    With no feasible strategy, raises ``Infeasible`` saying why (for example: the model does not
+    fit even fully sharded), unless ``raise_if_none=False``.
+    """
+    d, B, T = _validate_inputs(model, cluster, batch_tokens, seq_len)
+    top = _pos_int("top", top)
+    mbs = np.array([_pos_int("microbatch", m) for m in microbatches], dtype=np.int64)
+    for r in remats:
+        if r not in _REMAT_CODE:
+            raise ValueError(f"remat {r!r} unknown; allowed: {', '.join(REMAT)}")
+    if combine not in ("sum", "max"):
+        raise ValueError(f"combine must be 'sum' or 'max', got {combine!r}")
+    zs = np.array(sorted({_pos_int("zero stage", z) for z in zeros}), dtype=np.int64)
+    if not set(zs.tolist()) <= {1, 2, 3}:
+        raise ValueError(f"zero stages must be among 1, 2, 3; got {list(zeros)}")
+    rc = np.array([_REMAT_CODE[r] for r in remats])
+    base = _enumerate(cluster.n_chips, use_ep=d.E > 1)
+    nb, nm, nr, nz = len(base), len(mbs), len(rc), len(zs)
+    idx_b = np.repeat(np.arange(nb), nm * nr * nz)
+    mb = np.tile(np.repeat(mbs, nr * nz), nb)
+    rm = np.tile(np.repeat(rc, nz), nb * nm)
+    zz = np.tile(zs, nb * nm * nr)
+    dp, fsdp, tp, pp, ep = (base[idx_b, i] for i in range(5))
+    # microbatches only matter with a pipeline; ZeRO stages only with an FSDP axis
+    keep = ((mb == 1) | (pp > 1)) & ((zz == zs.max()) | (fsdp > 1))
+    dp, fsdp, tp, pp, ep, mb, rm, zz = (a[keep] for a in (dp, fsdp, tp, pp, ep, mb, rm, zz))
+    n_cand = len(dp)
+    fails = _reasons(d, cluster, B, T, dp, fsdp, tp, pp, ep, mb)
+    structural = np.zeros(n_cand, dtype=bool)
+    rejected = {}
+    for k, m in fails.items():          # first failing reason wins, in table order
+        new = m & ~structural
+        rejected[k] = int(new.sum())
+        structural |= m
+    ok = ~structural
+    res = _core(d, cluster, B, T, dp[ok], fsdp[ok], tp[ok], pp[ok], ep[ok], mb[ok], rm[ok],
+                zz[ok], np.zeros(ok.sum(), bool), param_bytes, opt_bytes, grad_bytes,
+                attention, combine)
+    hbm = cluster.chip.hbm_bytes
+    fits = res["mem_total"] <= hbm
+    rejected["memory"] = int((~fits).sum())
+    min_mem = float(res["mem_total"].min()) if ok.any() else math.inf
+    comm_total = res["t_tp"] + res["t_fsdp"] + res["t_pp"] + res["t_ep"] + res["t_dp"] + res["t_dcn"]
+    step_key = np.round(np.log(res["step"]) / np.log1p(1e-3))   # equal within 0.1%
+    order = np.lexsort((res["mem_total"], comm_total, step_key))
+    order = order[fits[order]]
+    sel = np.nonzero(ok)[0]
+    remat_names = {v: k for k, v in _REMAT_CODE.items()}
+    results = []
+    for j in order[:top]:
+        s = Strategy(int(dp[sel[j]]), int(fsdp[sel[j]]), int(tp[sel[j]]), int(pp[sel[j]]),
+                     int(ep[sel[j]]), int(mb[sel[j]]), remat_names[int(rm[sel[j]])],
+                     int(zz[sel[j]]))
+        g = lambda k: float(np.asarray(res[k])[j])  # noqa: E731
+        comms = {"tp": g("t_tp"), "fsdp": g("t_fsdp"), "dp": g("t_dp"), "pp": g("t_pp"),
+                 "ep": g("t_ep"), "dcn": g("t_dcn")}
+        mem = {"params": g("mem_params"), "optimizer": g("mem_opt"), "grads": g("mem_grads"),
+               "activations": g("mem_act"), "buffers": g("mem_buf"), "total": g("mem_total")}
+        results.append(StepResult(s, cluster, B, T, g("step"), g("t_math"), g("t_hbm"),
+                                  MappingProxyType(comms), g("bubble"), MappingProxyType(mem),
+                                  g("flops_chip"), g("comm_bytes"), float(res["model_flops"]),
+                                  str(res["bottleneck"][j])))
+    rej = MappingProxyType({k: rejected.get(k, 0) for k in _FAIL_REASONS})
+    out = PlanResult(cluster, B, T, tuple(results), n_cand, int(fits.sum()), rej, min_mem)
+    if not results and raise_if_none:
+        if ok.any():
+            raise Infeasible(
+                f"no strategy fits: even the most frugal valid one needs {fmt_bytes(min_mem)} per "
+                f"chip but {cluster.chip.name} has {fmt_bytes(hbm)} (the model does not fit even "
+                f"fully sharded; add chips, rematerialise or shrink the batch). Rejected: "
+                f"{out.reasons_text()}", min_mem, hbm)
+        raise Infeasible(f"no strategy tiles {cluster} for this model and batch; rejected: "
+                         f"{out.reasons_text()}", math.inf, hbm)
+    return out
+
+
+# =============================================================================================
+# ch. 6: putting it together
+# =============================================================================================
+
+def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods: int = 1,
+                        mfu: float = 0.4, m_x: int = 2, m_y: int = 1, seq_len=None) -> dict:
+    """Chapter 6's estimate for a dense model trained with FSDP×TP inside pods and DP across pods.
+
+    Returns compute-bound days (6 P n_tok / (N C MFU)), the comms-aware days
+    (max(T_math/MFU, T_math/ratio) using the optimal FSDP+TP ratio), the verdict, tokens per
+    chip, the bounds (sequences, α/3, 2α²/F, DCN per pod) and the suggested X and Y per pod.
+    """
+    d = _dims(model)
+    n = check_positive("n_tokens", n_tokens, allow_array=False)
+    B = check_positive("batch_tokens", batch_tokens, allow_array=False)
+    N = _pos_int("n_chips", n_chips)
+    pods = _pos_int("n_pods", n_pods)
+    if N % pods:
+        raise ValueError(f"n_chips ({N}) must be a multiple of n_pods ({pods})")
+    _check_mfu(mfu)
+    chip = _chip(chip)
+    P = d.params
+    flops = total_train_flops(P, n)
+    t_ideal = train_time(flops, chip, N, mfu=1.0)
+    t_compute = t_ideal / mfu
+    ratio = float(mixed_compute_comm_ratio(B, N, d.F, chip, m_x * m_y))
+    t_comms = t_ideal / ratio
+    per_pod = B / pods
+    x_opt = float(optimal_fsdp(per_pod, N // pods, d.F, m_x, m_y))
+    fsdp_bound = dp_min_tokens_per_chip(chip, 3 if len(chip.pod_shape) == 3 else 2)
+    mixed = float(mixed_min_tokens_per_chip(d.F, chip, m_x * m_y))
+    dcn = dcn_min_tokens_per_pod(chip) if pods > 1 else 0.0
+    tpc = B / N
+    if pods > 1 and per_pod < dcn:
+        verdict = "dcn"
+    elif tpc >= fsdp_bound:
+        verdict = "compute (FSDP alone)"
+    elif tpc >= mixed:
+        verdict = "compute (FSDP+TP)"
+    else:
+        verdict = "ici"
+    return {"params": P, "flops": flops, "days_compute": t_compute / DAY,
+            "days_comms_bound": max(t_compute, t_comms) / DAY, "ratio": ratio,
+            "tokens_per_chip": tpc, "n_seq": (int(B // seq_len) if seq_len else None),
+            "fsdp_bound": fsdp_bound, "mixed_bound": mixed, "dcn_bound": dcn,
+            "x_opt": x_opt, "y_opt": (N // pods) / x_opt, "verdict": verdict}
+
+
+# =============================================================================================
+# What the library says each strategy's compiled train step must contain (for the HLO proof)
+# =============================================================================================
+
+def expected_collectives(kind: str, n_weight_matrices: int | None = None) -> dict:
+    """Collectives XLA must insert in a sharded train step, as {kind: (min_count, max_count)}.
+
+    From the per-strategy algorithm (sec-05-proof): DP needs a gradient all-reduce (XLA combines
+    them into one) and nothing else; FSDP gathers each sharded weight before use (forward and
+    backward, so ≥ one all-gather per weight) and reduces gradients (the CPU partitioner writes
+    a reduce-scatter as all-reduce + dynamic-slice); TP needs activation all-reduces (at least one
+    per sharded block) and no weight gather; FSDP+TP needs both families. ``None`` = unbounded.
+    """
+    if kind not in STRATEGY_KINDS:
+        raise ValueError(f"unknown strategy kind {kind!r}; allowed: {', '.join(STRATEGY_KINDS)}")
+    nw = n_weight_matrices
+    if nw is not None:
+        _pos_int("n_weight_matrices", nw)
+    if kind == "dp":
+        return {"all-reduce": (1, None), "all-gather": (0, 0), "all-to-all": (0, 0)}
+    if kind == "fsdp":
+        return {"all-gather": (nw or 1, None), "all-reduce": (1, None), "all-to-all": (0, 0)}
+    if kind == "tp":
+        return {"all-reduce": (1, None), "all-gather": (0, 0), "all-to-all": (0, 0)}
+    return {"all-gather": (nw or 1, None), "all-reduce": (1, None), "all-to-all": (0, 0)}
+
+
+# =============================================================================================
+# The proof on a device mesh (chapter 5, sec-05-proof): imports jax lazily
+# =============================================================================================
+
+_COLL = None
+
+
+def count_collectives(hlo_text: str) -> dict:
+    """Collectives in compiled HLO text, by kind (tuple-shaped all-reduces included).
+
+    A local helper: ``hlo.count_collectives`` misses a combined all-reduce whose tuple shape
+    contains ``/*index=5*/`` comments. Kinds: all-gather, reduce-scatter, all-reduce, all-to-all,
+    collective-permute (async ``-start`` forms count once, ``-done`` not at all).
+    """
+    import re
+    global _COLL
+    if not isinstance(hlo_text, str):
+        raise TypeError(f"hlo_text must be a str (compiled.as_text()), got {type(hlo_text).__name__}")
+    if _COLL is None:
+        _COLL = re.compile(r"\s(all-gather|reduce-scatter|all-reduce|all-to-all|collective-permute)"
+                           r"(?:-start)?\(")
+    out: dict = {}
+    for line in hlo_text.splitlines():
+        if " = " not in line:
+            continue
+        m = _COLL.search(line.split(" = ", 1)[1])
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return out
+
+
+def _toy_config():
+    from .transformer import TransformerConfig
+    return TransformerConfig(d_model=32, n_layers=1, n_heads=8, n_kv_heads=8, d_ff=64, vocab=64,
+                             name="ch05 toy")
+
+
+PROOF_MESHES = MappingProxyType({"dp": ((8,), ("X",)), "fsdp": ((8,), ("X",)),
+                                 "tp": ((8,), ("Y",)), "fsdp_tp": ((4, 2), ("X", "Y"))})
+
+
+def _param_specs(kind: str, params):
+    """PartitionSpecs of the jax_model params for each strategy (X = data/FSDP, Y = tensor)."""
+    from jax.sharding import PartitionSpec as P
+    fs = "X" if kind in ("fsdp", "fsdp_tp") else None
+    tp = "Y" if kind in ("tp", "fsdp_tp") else None
+    layers = {"attn_norm": P(), "mlp_norm": P(),
+              "wq": P(None, fs, tp, None), "wk": P(None, fs, tp, None), "wv": P(None, fs, tp, None),
+              "wo": P(None, tp, None, fs), "w_gate": P(None, fs, tp), "w_up": P(None, fs, tp),
+              "w_down": P(None, tp, fs)}
+    specs = {"embed": P(None, fs), "layers": {k: layers[k] for k in params["layers"]},
+             "final_norm": P()}
+    if "unembed" in params:
+        specs["unembed"] = P(fs, None)
+    return {k: specs[k] for k in params}
+
+
+def _drop_axis(spec, axis):
+    from jax.sharding import PartitionSpec as P
+    return P(*[None if a == axis else a for a in spec])
+
+
+def sharded_step_check(kinds=STRATEGY_KINDS, cfg=None, batch: int = 16, seq_len: int = 8,
+                       seed: int = 0, fast_compile: bool = True) -> list:
+    """One training step (loss and gradients) of a small jax_model transformer under each
+    strategy on an 8-device mesh, compared with the unsharded step.
+
+    DP: weights replicated, batch split over X. FSDP: weights also split over X and gathered
+    (a sharding constraint that drops X) just before use. TP: Megatron layout over Y (heads and
+    d_ff split). FSDP+TP: both, on a 4×2 mesh. Returns one dict per strategy with the loss,
+    the reference loss, the largest gradient difference, the collectives XLA inserted (from
+    the compiled HLO) and whether they satisfy ``expected_collectives``.
+    ``fast_compile`` turns off XLA's backend optimisations (the SPMD partitioner, which inserts
+    the collectives, runs either way).
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    from . import devices, jax_model
+
+    kinds = tuple(kinds)
+    for k in kinds:
+        if k not in STRATEGY_KINDS:
+            raise ValueError(f"unknown strategy kind {k!r}; allowed: {', '.join(STRATEGY_KINDS)}")
+    cfg = cfg or _toy_config()
+    _pos_int("batch", batch)
+    _pos_int("seq_len", seq_len, 2)
+    if batch % 8:
+        raise ValueError(f"batch ({batch}) must divide over 8 devices")
+    opts = {"xla_backend_optimization_level": 0} if fast_compile else {}
+    params = jax_model.init_params(cfg, jax.random.key(seed))
+    tokens = jax.random.randint(jax.random.key(seed + 1), (batch, seq_len), 0, cfg.vocab)
+    vg = jax.value_and_grad(lambda p, t: jax_model.loss_fn(p, t, cfg))
+    ref_loss, ref_grads = jax.jit(vg).lower(params, tokens).compile(compiler_options=opts)(params, tokens)
+    n_weights = sum(1 for k in params["layers"] if not k.endswith("norm")) + 1 + ("unembed" in params)
+    out = []
+    for kind in kinds:
+        shape, names = PROOF_MESHES[kind]
+        mesh = devices.mesh(shape, names, prefer="cpu", explicit=False)
+        specs = _param_specs(kind, params)
+        is_spec = lambda s: isinstance(s, P)  # noqa: E731
+        p_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=is_spec)
+        t_sh = NamedSharding(mesh, P("X") if "X" in names else P())
+        gather = jax.tree.map(lambda s: NamedSharding(mesh, _drop_axis(s, "X")), specs, is_leaf=is_spec)
+
+        def loss(p, t, _kind=kind, _gather=gather):
+            if _kind in ("fsdp", "fsdp_tp"):   # FSDP: AllGather the weights just before use
+                p = jax.lax.with_sharding_constraint(p, _gather)
+            return jax_model.loss_fn(p, t, cfg)
+
+        step = jax.jit(jax.value_and_grad(loss), in_shardings=(p_sh, t_sh),
+                       out_shardings=(NamedSharding(mesh, P()), p_sh))
+        compiled = step.lower(params, tokens).compile(compiler_options=opts)
+        l, g = compiled(jax.device_put(params, p_sh), jax.device_put(tokens, t_sh))
+        err = max(float(jnp.max(jnp.abs(a - b)))
+                  for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_grads)))
+        scale = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(ref_grads))
+        found = count_collectives(compiled.as_text())
+        exp = expected_collectives(kind, n_weights if kind in ("fsdp", "fsdp_tp") else None)
+        ok = all((found.get(c, 0) >= lo) and (hi is None or found.get(c, 0) <= hi)
+                 for c, (lo, hi) in exp.items())
+        out.append({"kind": kind, "mesh": dict(zip(names, shape)), "loss": float(l),
+                    "ref_loss": float(ref_loss), "max_grad_err": err, "grad_scale": scale,
+                    "collectives": found, "expected": exp, "hlo_ok": bool(ok)})
+    return out

@@ -64,7 +64,7 @@ EXERCISES = [
              explain="B 远小于 D、F 时，分母里 DF 占大头，强度约等于 B。"),
     Exercise("1.4b", "b_crit", "number", lambda: roofline.critical_batch(V5E), rtol=0.03,
              unit="token", accept=(243.2,),
-             explain="每芯片批大小超过约 240 个 token，bf16 矩阵乘法才计算受限。"),
+             explain="每芯片批次大小超过约 240 个 token，bf16 矩阵乘法才计算受限。"),
     Exercise("1.5", "two_chip", "numbers", _p15, rtol=0.03, unit="[D 门槛, T_math 秒, T_comms 秒]",
              explain="D=8192 比门槛小一点，这个例子刚好卡在通信上。"),
     Exercise("1.5b", "two_chip_bound", "choice", _p15_choice, choices=("A", "B"),

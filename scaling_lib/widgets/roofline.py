@@ -88,7 +88,7 @@ def roofline_explorer(chip="TPU v5e"):
         "op": dropdown(list(OPS.items()), "matmul", "操作"),
         "mode": dropdown(list(DTYPE_MODES), "bf16（全部）", "数据类型"),
         "link": dropdown(list(LINKS.items()), "hbm", "带宽来源"),
-        "B": int_slider(256, 1, 4096, 1, "批大小 B（token）"),
+        "B": int_slider(256, 1, 4096, 1, "批次大小 B（token）"),
         "D": int_slider(8192, 256, 32768, 256, "D"),
         "F": int_slider(8192, 256, 65536, 256, "F"),
     }
@@ -121,7 +121,7 @@ def draw_batch(chip="TPU v5e", mode="bf16（全部）", D=4096, F=4096, B_max=20
     ax.axvline(brule, color="0.5", ls=":", label=f"渐近规则 ≈ {brule:.0f}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("批大小 B（token）")
+    ax.set_xlabel("批次大小 B（token）")
     ax.set_ylabel("时间（µs）")
     ax.set_title(f"{chip.name}：X[B,{D}]·W[{D},{F}]")
     ax.legend(fontsize=8)

@@ -415,3 +415,28 @@ def test_longer_context_never_shortens_step(B, n, ici):
     S = np.arange(128, 65536, 997)
     st_ = inf.decode_step_time(L70, B, S, n, V5E, "int8", "int8", ici=ici, check_memory=False)
     assert np.all(np.diff(np.asarray(st_.total_s)) > 0)
+
+
+# ---- widgets (budget: < 100 ms per update; misfits become messages) -------------------------
+
+def test_widget_draws_fast_and_report_misfits(capsys):
+    from scaling_lib.widgets import time_update, inference as wi
+    assert time_update(wi.draw_serving) < 0.1
+    assert time_update(wi.draw_pareto) < 0.1
+    assert time_update(wi.draw_serving, model="LLaMA 3-8B", chip="H100", n_chips=1, batch=8,
+                       seq_len=2048, weights="bf16", kv="bf16") < 0.1
+    out = capsys.readouterr().out
+    assert "token/s" in out
+    with pytest.raises(ValueError, match="needs .* has "):
+        wi.draw_serving(batch=400)
+    with pytest.raises(ValueError):
+        wi.draw_serving(model="GPT-5")
+
+
+def test_plotly_steps():
+    from scaling_lib.widgets import inference as wi
+    steps = wi.pareto_steps(L70, [2048, 8192])
+    assert [s[0] for s in steps] == ["2048", "8192"]
+    assert len(steps[0][1][0]["x"]) == 554 and len(steps[1][1][0]["x"]) == 138
+    br = wi.latency_breakdown_steps(L70, [4096])
+    assert [t["name"] for t in br[0][1]][:4] == ["权重读取", "KV 缓存读取", "MLP 计算", "总耗时"]

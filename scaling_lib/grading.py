@@ -250,7 +250,7 @@ def _noun(ex) -> str:
         except Exception:
             n = None
         u = ex.unit.strip()
-        return (f"{n} 个数组成的列表" if n else "一个数的列表") + (f"（{u}）" if u else "")
+        return (f"一个含 {n} 个数的列表" if n else "一个数的列表") + (f"（{u}）" if u else "")
     if ex.kind == "choice":
         opts = "、".join(f'"{c}"' for c in ex.choices) if ex.choices else '"A"、"B"'
         return f"一个选项字母（{opts}）"
@@ -1256,6 +1256,11 @@ def _run_job(job_path: str) -> int:
                 client.timeout = max(1, int(min(cell_timeout, left)))
                 client.execute_cell(cell, i)
                 if len(timeouts) > n_to:
+                    if client.timeout < cell_timeout:  # cut short by the notebook's deadline
+                        timeouts.remove(i)
+                        report["status"] = "超时"
+                        report["notes"].append(f"第 {i + 1} 个单元运行到整本 notebook 的时间上限"
+                                               f"（{job['timeout_notebook']:g} 秒）被中断")
                     if not probe():  # the interrupt did not stop it: the kernel is stuck
                         stuck = True
                         report["status"] = "超时"

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("chapters", "exercises")
+KINDS = ("chapters", "exercises", "appendix")
 
 
 def repo_info() -> tuple[str, str]:

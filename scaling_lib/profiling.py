@@ -242,7 +242,19 @@ def memory_order(s) -> np.ndarray:
 # ---- HLO text: instructions, fusions, dots and collectives ----------------------------------
 
 _INSTR = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<rest>.*)$")
-_COMP = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(\([^=]*\))?\s*(->[^=]*)?\{\s*$")
+_COMP_RX = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(\(.*\))?\s*(->.*)?\{\s*$")
+
+
+class _Comp:
+    """Matches a computation header ('%name (params) -> shape {' or 'ENTRY main.1 {'), never an
+    instruction (those always contain ' = '; headers may hold '/*index=5*/' comments)."""
+
+    @staticmethod
+    def match(line: str):
+        return None if " = " in line else _COMP_RX.match(line)
+
+
+_COMP = _Comp()
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
 
@@ -518,7 +530,7 @@ def stages(f, *args, jit_kwargs: dict | None = None, **kwargs) -> dict:
     jk = jit_kwargs or {}
     lowered, name = _lower(f, args, kwargs, jk)
     try:
-        jaxpr = str(jax.make_jaxpr(f)(*args, **kwargs))
+        jaxpr = jax.make_jaxpr(f)(*args, **kwargs).pretty_print(use_color=False)
     except Exception:
         jaxpr = ""
     compiled = _compile(lowered, name)

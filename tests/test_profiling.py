@@ -219,6 +219,17 @@ def test_explicit_mesh_forms_decoded():
         assert a2a.bytes > 0 and a2a.group_size == 4
 
 
+def test_many_outputs_entry_is_found():
+    """long tuple signatures print '/*index=5*/' comments; the entry must still be parsed."""
+    def many(x, w):
+        y = x @ w
+        return tuple(y * i for i in range(8))
+    r = pr.compile_report(many, _sds(64, 64, dtype=jnp.float32), _sds(64, 64, dtype=jnp.float32))
+    assert "/*index=5*/" in r.hlo
+    assert any(dict(o)["contains"] == "dot" or dict(o)["op"] == "dot" for o in r.ops)
+    assert r.sources()
+
+
 def test_hlo_ops_rejects_garbage():
     with pytest.raises(ValueError):
         pr.hlo_ops("hello world")

@@ -46,7 +46,8 @@ __all__ = [
     "optimal_fsdp", "mixed_compute_comm_ratio", "dcn_min_tokens_per_pod", "mesh_axes_spanned",
     "layer_costs", "LayerCosts", "fsdp_tp_layer_times", "fsdp_tp_threshold", "max_params_pure_dp",
     "max_pure_dp", "ep_compute_comm_ratio", "ep_max_degree", "bubble_fraction", "pipeline_schedule",
-    "checkpoint_bytes", "training_memory", "min_chips_for_memory",
+    "checkpoint_bytes", "training_memory", "min_chips_for_memory", "zero_memory",
+    "fsdp_step_comm_time",
     # whole step (ch. 5-6)
     "Strategy", "Cluster", "StepResult", "Infeasible", "evaluate", "plan", "PlanResult",
     "step_time", "train_time", "train_cost", "total_train_flops", "estimate_train_days",
@@ -418,6 +419,40 @@ def training_memory(n_params, batch_tokens, d_model, n_layers, d_ff=None,
            "checkpoints": ck}
     out["total"] = out["params"] + out["optimizer"] + out["grads"] + ck
     return out
+
+
+def zero_memory(n_params, n_devices, stage: int, param_bytes: float = 2.0,
+                grad_bytes: float = 2.0, opt_bytes: float = 12.0) -> float:
+    """Bytes per device of params + grads + optimizer state under ZeRO ``stage`` (0 = plain DP).
+
+    Stage 1 shards the optimizer state, 2 also the gradients, 3 also the parameters, over
+    ``n_devices``. The defaults are the ZeRO paper's mixed-precision Adam (fp16 params and grads,
+    K = 12 bytes of fp32 master weights and moments): 7.5e9 params on 64 devices give
+    120 / 31.4 / 16.6 / 1.9 GB (chapter 5, appendix A).
+    """
+    P = check_positive("n_params", n_params)
+    n = _pos_int("n_devices", n_devices)
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {stage!r}")
+    for nm, v in (("param_bytes", param_bytes), ("grad_bytes", grad_bytes), ("opt_bytes", opt_bytes)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"{nm} must be a number >= 0, got {v!r}")
+    po = param_bytes / (n if stage >= 3 else 1)
+    gr = grad_bytes / (n if stage >= 2 else 1)
+    op = opt_bytes / (n if stage >= 1 else 1)
+    return _arr(np.asarray(P) * (po + gr + op))
+
+
+def fsdp_step_comm_time(n_params, chip, n_axes: int = 1, param_bytes: float = 2.0):
+    """FSDP's communication per training step, all layers: 3 × (bytes of params) / (n W).
+
+    Gather the weights for the forward pass, again for the backward pass, ReduceScatter the
+    gradients. Independent of batch and of chip count (sec-05-fsdp).
+    """
+    P = check_positive("n_params", n_params)
+    n = _pos_int("n_axes", n_axes)
+    b = check_positive("param_bytes", param_bytes, allow_array=False)
+    return _arr(3 * np.asarray(P) * b / (n * _link_bw(chip)))
 
 
 def min_chips_for_memory(total_bytes, chip) -> int:
@@ -1134,8 +1169,9 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
                         mfu: float = 0.4, m_x: int = 2, m_y: int = 1, seq_len=None) -> dict:
     """Chapter 6's estimate for a dense model trained with FSDP×TP inside pods and DP across pods.
 
-    Returns compute-bound days (6 P n_tok / (N C MFU)), the comms-aware days
-    (max(T_math/MFU, T_math/ratio) using the optimal FSDP+TP ratio), the verdict, tokens per
+    Returns compute-bound days (6 P n_tok / (N C MFU)), the ICI lower bound T_math/ratio
+    ('days_ici', with the optimal FSDP+TP ratio, meaningful when ratio < 1), the comms-aware days
+    max(T_math/MFU, T_math/ratio), the verdict, tokens per
     chip, the bounds (sequences, α/3, 2α²/F, DCN per pod) and the suggested X and Y per pod.
     """
     d = _dims(model)
@@ -1168,7 +1204,8 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
     else:
         verdict = "ici"
     return {"params": P, "flops": flops, "days_compute": t_compute / DAY,
-            "days_comms_bound": max(t_compute, t_comms) / DAY, "ratio": ratio,
+            "days_ici": t_comms / DAY, "days_comms_bound": max(t_compute, t_comms) / DAY,
+            "ratio": ratio,
             "tokens_per_chip": tpc, "n_seq": (int(B // seq_len) if seq_len else None),
             "fsdp_bound": fsdp_bound, "mixed_bound": mixed, "dcn_bound": dcn,
             "x_opt": x_opt, "y_opt": (N // pods) / x_opt, "verdict": verdict}

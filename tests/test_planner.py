@@ -1,0 +1,151 @@
+"""Planner properties (issue 6): speed, feasibility, ranking, consistency with evaluate, scaling."""
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from scaling_lib import models, training as tr
+
+L70 = models.get("llama3-70b")
+L8 = models.get("llama3-8b")
+BOTTLENECKS = {"compute", "hbm", "tp", "fsdp", "pp", "ep", "dp", "dcn", "bubble"}
+
+
+def test_planner_speed_and_size():
+    cl = tr.Cluster("v5p", 8192)
+    tr.plan(L70, cl, 4 * 2**20, 4096)                        # warm numpy
+    t0 = time.perf_counter()
+    r = tr.plan(L70, cl, 4 * 2**20, 4096)
+    dt = time.perf_counter() - t0
+    assert r.n_candidates >= 10_000
+    assert dt < 1.0, f"planner took {dt:.2f} s for {r.n_candidates} candidates"
+    assert sum(r.rejected.values()) + r.n_feasible == r.n_candidates
+
+
+def test_returned_strategies_fit_and_tile():
+    cl = tr.Cluster("v5p", 256)
+    r = tr.plan(L70, cl, 2**20, 4096, top=200)
+    assert r.rejected["memory"] > 0                           # some candidates do not fit
+    times = [x.step_time for x in r.results]
+    assert times == sorted(times) or np.allclose(times, sorted(times), rtol=1e-3)
+    for x in r.results:
+        assert x.memory["total"] <= cl.chip.hbm_bytes
+        assert x.strategy.n_chips == 256
+        assert x.bottleneck in BOTTLENECKS
+        assert 0 < x.mfu <= 1.0 + 1e-9
+
+
+def test_plan_agrees_with_evaluate():
+    cl = tr.Cluster("v5p", 512)
+    r = tr.plan(L70, cl, 2**21, 4096, top=5)
+    for x in r.results:
+        y = tr.evaluate(x.strategy, L70, cl, 2**21, 4096)
+        assert y.step_time == pytest.approx(x.step_time, rel=1e-12)
+        assert y.memory["total"] == pytest.approx(x.memory["total"], rel=1e-12)
+        assert y.bottleneck == x.bottleneck
+
+
+def test_no_feasible_says_why():
+    with pytest.raises(tr.Infeasible, match="does not fit even fully sharded") as e:
+        tr.plan(L70, tr.Cluster("v5e", 8), 2**16, 4096)       # 70B × 12 B/param ≫ 8 × 16 GB
+    assert e.value.needed > e.value.available
+    r = tr.plan(L70, tr.Cluster("v5e", 8), 2**16, 4096, raise_if_none=False)
+    assert r.results == () and r.rejected["memory"] > 0
+
+
+def test_bad_planner_input():
+    cl = tr.Cluster("v5p", 64)
+    with pytest.raises(ValueError):
+        tr.plan(L70, cl, 1000, 4096)                          # less than one sequence
+    with pytest.raises(ValueError):
+        tr.plan(L70, cl, 2**20, 4096, remats=("maybe",))
+    with pytest.raises(TypeError):
+        tr.plan(L70, "v5p", 2**20, 4096)
+    with pytest.raises(TypeError):
+        tr.plan(object(), cl, 2**20, 4096)
+
+
+def test_compute_bound_plan_matches_6pb():
+    cl = tr.Cluster("v5p", 8192)
+    best = tr.plan(L70, cl, 4 * 2**20, 4096).best
+    assert best.bottleneck == "compute"
+    # compute-bound: step = model FLOPs / (N C), i.e. 6PB plus causal attention
+    assert best.mfu == pytest.approx(1.0, rel=1e-9)
+    six_pb = tr.step_time(L70.params(), 4 * 2**20, 8192, "v5p")
+    assert six_pb < best.step_time < 1.1 * six_pb
+
+
+def test_pure_fsdp_is_comms_bound_below_850():
+    """4M tokens on 8192 chips = 512 tokens/chip < 850: pure FSDP cannot be compute-bound."""
+    cl = tr.Cluster("v5p", 8192)
+    r = tr.evaluate(tr.Strategy(fsdp=8192), L70, cl, 4 * 2**20, 4096)
+    assert r.bottleneck == "fsdp" and r.mfu < 0.8
+
+
+@settings(max_examples=25, deadline=None)
+@given(log_n=st.integers(3, 9), per_chip=st.sampled_from([2048, 4096, 8192, 16384]),
+       tp=st.sampled_from([1, 2, 4, 8]))
+def test_doubling_chips_never_slows_compute_bound(log_n, per_chip, tp):
+    """Issue 6 property: at fixed tokens per chip, doubling the FSDP degree (and chips) never
+    slows a compute-bound strategy."""
+    n = 2**log_n
+    if tp >= n:
+        return
+    cl1, cl2 = tr.Cluster("v5p", n), tr.Cluster("v5p", 2 * n)
+    s1 = tr.Strategy(fsdp=n // tp, tp=tp)
+    s2 = tr.Strategy(fsdp=2 * n // tp, tp=tp)
+    try:
+        r1 = tr.evaluate(s1, L8, cl1, per_chip * n, 4096)
+        r2 = tr.evaluate(s2, L8, cl2, per_chip * 2 * n, 4096)
+    except tr.Infeasible:
+        return
+    if r1.compute_bound:
+        assert r2.step_time <= r1.step_time * (1 + 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(fsdp=st.sampled_from([1, 2, 4, 8, 16, 32]), tp=st.sampled_from([1, 2, 4, 8]),
+       remat=st.sampled_from(["none", "selective", "full"]))
+def test_step_at_least_compute_and_memory_monotone_in_remat(fsdp, tp, remat):
+    cl = tr.Cluster("v5p", fsdp * tp)
+    try:
+        r = tr.evaluate(tr.Strategy(fsdp=fsdp, tp=tp, remat=remat), L8, cl, 2**19, 4096)
+    except tr.Infeasible:
+        return
+    assert r.step_time >= r.t_math * (1 - 1e-12)
+    assert r.step_time >= r.t_hbm * (1 - 1e-12)
+    if remat != "full":
+        full = tr.evaluate(tr.Strategy(fsdp=fsdp, tp=tp, remat="full"), L8, cl, 2**19, 4096)
+        assert full.memory["activations"] < r.memory["activations"]
+        assert full.t_math > r.t_math
+
+
+def test_multipod_only_dp_crosses_dcn():
+    cl = tr.Cluster("v5p", 2 * 4096, pod_chips=4096)
+    r = tr.plan(L70, cl, 8 * 2**20, 4096)
+    assert r.rejected["pods"] > 0
+    for x in r.results:
+        assert x.strategy.dp % 2 == 0
+    with pytest.raises(ValueError, match="only data parallelism crosses pods"):
+        tr.evaluate(tr.Strategy(fsdp=8192), L70, cl, 8 * 2**20, 4096)
+
+
+def test_moe_plan_uses_expert_parallelism():
+    mix = models.get("mixtral")
+    r = tr.plan(mix, tr.Cluster("v5p", 256), 2**20, 4096)
+    assert r.n_candidates >= 10_000
+    assert any(x.strategy.ep > 1 for x in r.results)
+    with pytest.raises(ValueError, match="expert parallelism needs an MoE"):
+        tr.evaluate(tr.Strategy(fsdp=32, ep=8), L8, tr.Cluster("v5p", 256), 2**20, 4096)
+
+
+def test_pipeline_bubble_in_step():
+    cl = tr.Cluster("h100", 64)
+    a = tr.evaluate(tr.Strategy(fsdp=8, tp=8, pp=1), L70, cl, 2**18, 4096)
+    b = tr.evaluate(tr.Strategy(fsdp=2, tp=8, pp=4, microbatches=4), L70, cl, 2**18, 4096)
+    c = tr.evaluate(tr.Strategy(fsdp=2, tp=8, pp=4, microbatches=32), L70, cl, 2**18, 4096)
+    assert b.bubble == pytest.approx(3 / 7) and c.bubble == pytest.approx(3 / 35)
+    assert c.step_time < b.step_time
+    assert math.isfinite(a.step_time)

@@ -144,8 +144,8 @@ def test_moe_plan_uses_expert_parallelism():
 def test_pipeline_bubble_in_step():
     cl = tr.Cluster("h100", 64)
     a = tr.evaluate(tr.Strategy(fsdp=8, tp=8, pp=1), L70, cl, 2**18, 4096)
-    b = tr.evaluate(tr.Strategy(fsdp=2, tp=8, pp=4, microbatches=4), L70, cl, 2**18, 4096)
-    c = tr.evaluate(tr.Strategy(fsdp=2, tp=8, pp=4, microbatches=32), L70, cl, 2**18, 4096)
+    b = tr.evaluate(tr.Strategy(dp=2, tp=8, pp=4, microbatches=4), L70, cl, 2**18, 4096)
+    c = tr.evaluate(tr.Strategy(dp=2, tp=8, pp=4, microbatches=32), L70, cl, 2**18, 4096)
     assert b.bubble == pytest.approx(3 / 7) and c.bubble == pytest.approx(3 / 35)
     assert c.step_time < b.step_time
     assert math.isfinite(a.step_time)

@@ -18,6 +18,24 @@ Three uses, one comparison:
 ``evaluate(exercise, answer)`` is the comparison all three share. Expected values come from
 ``scaling_lib.exercises`` (computed from the library, never typed in).
 
+Trust model of ``grade``. The submission controls its kernel completely, so nothing it prints or
+computes about itself is believed: the grader (1) takes the registry and computes every expected
+value in its own process, before and independently of any submission; (2) draws the inputs of
+function exercises itself, from a per-run seed the submission never sees; (3) runs its own
+extraction code (``_grading_extract.py``, sent as source text, executed with builtins only, so
+shadowed names or a patched ``scaling_lib`` in the kernel do not change it) that reads the
+registered variables by name from the notebook's namespace and returns them as plain JSON data
+(numbers, strings, lists; nothing is unpickled); (4) compares in its own process. A submission
+that redefines ``check``, prints ✅, edits the registry or monkeypatches the library can therefore
+only change the values it hands in, which is what it is graded on. Limits per submission: its own
+process and kernel, a scratch copy as working directory, a per-cell timeout (the cell is
+interrupted and the rest still run), a per-notebook wall-clock limit (the kernel is stopped and
+what was read so far counts), and a memory limit (``RLIMIT_DATA`` in the kernel, see
+``_grading_kernel``). This is process isolation, not an OS sandbox: a submission can still read
+or write files the grading user can, so grade untrusted classes inside a container. Answers
+obtained by calling the library (e.g. ``roofline.critical_batch``) count as answered: the reader
+has the library, as the book intends.
+
 Heavy dependencies (nbformat, nbclient, jupyter_client) are imported inside the functions that
 need them, so ``from scaling_lib.grading import check`` stays cheap.
 """
@@ -1051,6 +1069,12 @@ def _grade_one(path: Path, reg, ref_stems, chapter, settings) -> SubmissionResul
     for e in exs:
         item = extracted.get(e.id)
         r = _score_extracted(e, item if isinstance(item, dict) else None, inputs[e.id])
+        early = report.get("at_check", {}).get(e.id)
+        if not r.correct and isinstance(early, dict) and (not isinstance(item, dict) or
+                                                          _answer_part(early) != _answer_part(item)):
+            if _score_extracted(e, early, inputs[e.id]).correct:
+                r = CheckResult(e.id, False, r.message + f"（注意：运行到 check(\"{e.id}\") 那一格时 "
+                                f"`{e.var}` 还是对的，后面的单元又改掉了它。）")
         res.scores[e.id] = float(e.points) if r.correct else 0.0
         res.messages[e.id] = r.message
         res.sources[e.id] = item.get("_source", "final") if isinstance(item, dict) else "none"
@@ -1067,6 +1091,10 @@ def _fill_unknown_chapters(results, reg) -> None:
         if not r.max_points:
             r.chapters = list(only)
             _zero(r, [e for e in reg.values() if e.chapter in only], "❌ 这份提交无法评分：" + r.status + "。")
+
+
+def _answer_part(item: dict):
+    return item.get("value", item.get("cases"))
 
 
 def _zero(res, exs, msg):
@@ -1095,16 +1123,18 @@ def _run_submission(path: Path, nb, specs, settings) -> dict:
         env = _child_env()
         hard = settings["timeout_notebook"] + 60  # kernel start-up and shutdown on top
         cmd = [sys.executable, "-m", "scaling_lib.grading", "_run", str(scratch / "job.json")]
-        proc = subprocess.Popen(cmd, cwd=str(work), env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        killed = False
-        try:
-            _, err = proc.communicate(timeout=hard)
-        except subprocess.TimeoutExpired:
-            killed = True
-            _kill_group(proc)
-            _, err = proc.communicate()
+        log = scratch / "runner.log"
+        with open(log, "wb") as log_f:
+            proc = subprocess.Popen(cmd, cwd=str(work), env=env, stdin=subprocess.DEVNULL,
+                                    stdout=log_f, stderr=subprocess.STDOUT, start_new_session=True)
+            killed = False
+            try:
+                proc.wait(timeout=hard)
+            except subprocess.TimeoutExpired:
+                killed = True
+                _kill_group(proc)
+                proc.wait()
+        err = _tail(log)
         report = _load_report(scratch / "report.json")
         if killed:
             report["status"] = "超时"
@@ -1112,12 +1142,21 @@ def _run_submission(path: Path, nb, specs, settings) -> dict:
                 f"超过整本 notebook 的时间上限（{settings['timeout_notebook']:g} 秒），评分进程被终止；"
                 "只计入终止前读到的答案")
         elif proc.returncode != 0 and not report.get("finished"):
-            tail = (err or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            tail = err.strip().splitlines()[-1:] or [""]
             report["status"] = "评分程序出错"
             report.setdefault("notes", []).append(f"运行子进程退出码 {proc.returncode}：{tail[0][:200]}")
         return report
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _tail(p: Path, n: int = 4096) -> str:
+    try:
+        with open(p, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _kill_group(proc) -> None:
@@ -1166,7 +1205,7 @@ def _run_job(job_path: str) -> int:
     extract_src = (Path(__file__).with_name("_grading_extract.py")).read_text(encoding="utf-8")
     io_dir = scratch / "io"
     io_dir.mkdir(exist_ok=True)
-    report = {"status": STATUS_OK, "notes": [], "extracted": {}, "finished": False}
+    report = {"status": STATUS_OK, "notes": [], "extracted": {}, "at_check": {}, "finished": False}
 
     def save():
         tmp = report_path.with_suffix(".tmp")
@@ -1207,7 +1246,7 @@ def _run_job(job_path: str) -> int:
         client.execute_cell(cell, n_cells, store_history=False)
         return len(timeouts) == n_before
 
-    def extract(spec_list, source: str, time_left: float) -> bool:
+    def extract(spec_list, source: str, time_left: float, at_check=()) -> bool:
         """Read these exercises' variables out of the kernel; False if the kernel is stuck."""
         for spec in spec_list:
             if time_left - 0.5 <= 0:
@@ -1231,7 +1270,11 @@ def _run_job(job_path: str) -> int:
                 item = None
             if isinstance(item, dict) and item.get("id") == spec["id"]:
                 item["_source"] = source
-                report["extracted"][spec["id"]] = item
+                old = report["extracted"].get(spec["id"])
+                if not (source == "final" and old and item.get("value") == {"$": "missing"}):
+                    report["extracted"][spec["id"]] = item  # the latest value wins ...
+                if at_check and spec["id"] in at_check:  # ... and the one at check("N.M") is kept
+                    report["at_check"][spec["id"]] = item
                 save()
             if not ok:
                 return False
@@ -1266,11 +1309,13 @@ def _run_job(job_path: str) -> int:
                         report["status"] = "超时"
                         report["notes"].append(f"第 {i + 1} 个单元超时且无法中断，后面的单元没有运行")
                         break
+                checked = {s["id"] for s in specs if re.search(
+                    r"""\bcheck\(\s*["']%s["']""" % re.escape(s["id"]), cell.source)}
                 names = [s for s in specs if re.search(rf"\b{re.escape(s['var'])}\b", cell.source)
-                         or f'"{s["id"]}"' in cell.source or f"'{s['id']}'" in cell.source]
+                         or s["id"] in checked]
                 if names:
                     left = nb_deadline - time.monotonic()
-                    if not extract(names, f"after cell {i + 1}", left) and not probe():
+                    if not extract(names, f"after cell {i + 1}", left, checked) and not probe():
                         stuck = True
                         report["status"] = "超时"
                         report["notes"].append(f"第 {i + 1} 个单元之后读取答案时内核无响应，后面的单元没有运行")

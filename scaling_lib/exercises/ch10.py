@@ -1,0 +1,366 @@
+"""Chapter 10 exercises (spec 10, P10.1-P10.8) and the reference JAX programs they check.
+
+Function exercises run the reader's JAX code on the 8 simulated devices and compare its output
+numerically with the reference programs below (small random inputs, so each check takes a
+second or two). The reference programs are also what the chapter and
+tests/test_jax_chapter.py verify: collective matmuls (AllGather side, ReduceScatter side,
+AllReduce side, bidirectional), the FFN block built from them, the per-shard reductions and the
+toy MoE. jax is imported inside the functions (``import scaling_lib`` stays jax-free).
+Spec answers are pinned in tests/test_exercises_10.py.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import hardware, profiling
+from . import Exercise
+
+__all__ = ["EXERCISES", "ag_collective_matmul", "rs_collective_matmul", "ar_tiled_matmul",
+           "bidirectional_ag_matmul", "ffn_block", "per_shard_mean", "roll_in_shard",
+           "moe_reference", "moe_dense_buffer", "moe_allgather", "moe_topk", "slice_and_average",
+           "MESH_XY", "MESH_X8"]
+
+MESH_XY = ((2, 4), ("X", "Y"))    # collective matmuls: X = 2 (data), Y = 4 (the ring)
+MESH_42 = ((4, 2), ("X", "Y"))    # P10.1 and P10.5: X = 4, Y = 2
+MESH_X8 = ((8,), ("X",))          # MoE: 8-way expert sharding
+
+
+@functools.lru_cache(maxsize=None)
+def _mesh(shape, names):
+    from .. import devices
+    return devices.mesh(shape, names, prefer="cpu")
+
+
+def _put(x, mesh, *spec):
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    return jax.device_put(np.asarray(x, np.float32), NamedSharding(mesh, P(*spec)))
+
+
+# ---- collective matmuls (P10.4, P10.7, P10.8) -------------------------------------------------
+
+def _ag_body(a, w):
+    """Per device: a [B/X, D/n] travels around Y; w [D, F/n] stays. Book: sec-10-collective-matmul."""
+    import jax
+    n = jax.lax.axis_size("Y")
+    j = jax.lax.axis_index("Y")
+    dc = a.shape[1]
+    shift = [(s, (s - 1) % n) for s in range(n)]          # device j receives from j + 1
+    acc = a @ jax.lax.dynamic_slice_in_dim(w, j * dc, dc, axis=0)
+    for k in range(1, n):
+        a = jax.lax.ppermute(a, "Y", shift)
+        acc = acc + a @ jax.lax.dynamic_slice_in_dim(w, ((j + k) % n) * dc, dc, axis=0)
+    return acc
+
+
+def _rs_body(t, w2):
+    """Per device: t [B/X, F/n], w2 [F/n, D]; a running sum [B/X, D/n] travels to j + 1."""
+    import jax
+    n = jax.lax.axis_size("Y")
+    j = jax.lax.axis_index("Y")
+    dc = w2.shape[1] // n
+    shift = [(s, (s + 1) % n) for s in range(n)]
+    acc = t @ jax.lax.dynamic_slice_in_dim(w2, ((j - 1) % n) * dc, dc, axis=1)
+    for s in range(1, n):
+        acc = jax.lax.ppermute(acc, "Y", shift)
+        acc = acc + t @ jax.lax.dynamic_slice_in_dim(w2, ((j - 1 - s) % n) * dc, dc, axis=1)
+    return acc
+
+
+def _bidir_body(a, w):
+    """AllGather-side collective matmul with the moving block split by rows into two halves that
+    travel in opposite directions: each link carries half the bytes per step."""
+    import jax
+    import jax.numpy as jnp
+    n = jax.lax.axis_size("Y")
+    j = jax.lax.axis_index("Y")
+    dc = a.shape[1]
+    h = a.shape[0] // 2
+    top, bot = a[:h], a[h:]
+    fwd = [(s, (s - 1) % n) for s in range(n)]            # top: receive from j + 1
+    bwd = [(s, (s + 1) % n) for s in range(n)]            # bottom: receive from j - 1
+    chunk = lambda c: jax.lax.dynamic_slice_in_dim(w, (c % n) * dc, dc, axis=0)
+    acc_t = top @ chunk(j)
+    acc_b = bot @ chunk(j)
+    for k in range(1, n):
+        top = jax.lax.ppermute(top, "Y", fwd)
+        bot = jax.lax.ppermute(bot, "Y", bwd)
+        acc_t = acc_t + top @ chunk(j + k)
+        acc_b = acc_b + bot @ chunk(j - k)
+    return jnp.concatenate([acc_t, acc_b], axis=0)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(kind: str, n_tiles: int = 4):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+    mesh = _mesh(*MESH_XY)
+    sm = functools.partial(jax.shard_map, mesh=mesh)
+    if kind == "ag":
+        f = sm(_ag_body, in_specs=(P("X", "Y"), P(None, "Y")), out_specs=P("X", "Y"))
+    elif kind == "bidir":
+        f = sm(_bidir_body, in_specs=(P("X", "Y"), P(None, "Y")), out_specs=P("X", "Y"))
+    elif kind == "rs":
+        f = sm(_rs_body, in_specs=(P("X", "Y"), P("Y", None)), out_specs=P("X", "Y"))
+    elif kind == "ar":
+        def body(a, w):
+            tiles = np.array_split(np.arange(w.shape[1]), n_tiles)
+            outs = [jax.lax.psum(a @ w[:, t[0]:t[-1] + 1], "Y") for t in tiles]
+            return jnp.concatenate(outs, axis=1)
+        f = sm(body, in_specs=(P("X", "Y"), P("Y", None)), out_specs=P("X", None))
+    elif kind == "ffn":
+        def body(x, w_in, w_out):
+            return _rs_body(jax.nn.gelu(_ag_body(x, w_in)), w_out)
+        f = sm(body, in_specs=(P("X", "Y"), P(None, "Y"), P("Y", None)), out_specs=P("X", "Y"))
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+    return jax.jit(f), mesh
+
+
+def _check_2d(name, x, rows_div, cols_div):
+    x = np.asarray(x, np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {x.shape}")
+    if x.shape[0] % rows_div or x.shape[1] % cols_div:
+        raise ValueError(f"{name} shape {x.shape} must be divisible by ({rows_div}, {cols_div}) "
+                         "to shard it on the 2x4 mesh")
+    return x
+
+
+def ag_collective_matmul(a, w):
+    """A[B_X, D_Y] · W[D, F_Y] -> Out[B_X, F_Y] on a 2x4 mesh, with ppermute around Y."""
+    a = _check_2d("a", a, 2, 4)
+    w = _check_2d("w", w, 4, 4)
+    f, mesh = _compiled("ag")
+    return np.asarray(f(_put(a, mesh, "X", "Y"), _put(w, mesh, None, "Y")))
+
+
+def bidirectional_ag_matmul(a, w):
+    """The AllGather-side collective matmul with a bidirectional ring (P10.8)."""
+    a = _check_2d("a", a, 4, 4)
+    w = _check_2d("w", w, 4, 4)
+    f, mesh = _compiled("bidir")
+    return np.asarray(f(_put(a, mesh, "X", "Y"), _put(w, mesh, None, "Y")))
+
+
+def rs_collective_matmul(t, w2):
+    """T[B_X, F_Y] · W2[F_Y, D] -> Out[B_X, D_Y] with the partial sums travelling (P10.7b)."""
+    t = _check_2d("t", t, 2, 4)
+    w2 = _check_2d("w2", w2, 4, 4)
+    f, mesh = _compiled("rs")
+    return np.asarray(f(_put(t, mesh, "X", "Y"), _put(w2, mesh, "Y", None)))
+
+
+def ar_tiled_matmul(a, w):
+    """A[B_X, D_Y] · W[D_Y, F] -> Out[B_X, F], F tiled, one psum per tile (P10.7a)."""
+    a = _check_2d("a", a, 2, 4)
+    w = _check_2d("w", w, 4, 4)
+    f, mesh = _compiled("ar")
+    return np.asarray(f(_put(a, mesh, "X", "Y"), _put(w, mesh, "Y", None)))
+
+
+def ffn_block(x, w_in, w_out):
+    """In[B_X, D_Y] -> AG collective matmul -> gelu -> RS collective matmul -> Out[B_X, D_Y]."""
+    x = _check_2d("x", x, 2, 4)
+    w_in = _check_2d("w_in", w_in, 4, 4)
+    w_out = _check_2d("w_out", w_out, 4, 4)
+    f, mesh = _compiled("ffn")
+    return np.asarray(f(_put(x, mesh, "X", "Y"), _put(w_in, mesh, None, "Y"),
+                        _put(w_out, mesh, "Y", None)))
+
+
+# ---- shard_map warm-ups (P10.3, P10.5) -------------------------------------------------------
+
+def slice_and_average():
+    """arange(512) over all 8 devices; the mean over devices of each shard's first 4 elements."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+    mesh = _mesh((2, 4), ("x", "y"))
+    v = _put(np.arange(512), mesh, ("x", "y"))
+    f = jax.shard_map(lambda b: jax.lax.pmean(b[:4], ("x", "y")), mesh=mesh,
+                      in_specs=P(("x", "y")), out_specs=P())
+    return np.asarray(jax.jit(f)(v))
+
+
+def per_shard_mean(a):
+    """A[S_X, D_Y] on a 4x2 mesh -> [X, Y], entry (i, j) = mean of shard (i, j) (P10.5a)."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+    a = _check_2d("a", a, 4, 2)
+    mesh = _mesh(*MESH_42)
+    f = jax.shard_map(lambda b: b.mean(keepdims=True), mesh=mesh, in_specs=P("X", "Y"),
+                      out_specs=P("X", "Y"))
+    return np.asarray(jax.jit(f)(_put(a, mesh, "X", "Y")))
+
+
+def roll_in_shard(x, shift):
+    """roll(x, shift, axis=0) - x within each X shard of x[S_X, D_Y] (4x2 mesh) (P10.5b)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+    x = _check_2d("x", x, 4, 2)
+    mesh = _mesh(*MESH_42)
+    f = jax.shard_map(lambda b: jnp.roll(b, int(shift), 0) - b, mesh=mesh,
+                      in_specs=P("X", "Y"), out_specs=P("X", "Y"))
+    return np.asarray(jax.jit(f)(_put(x, mesh, "X", "Y")))
+
+
+# ---- toy MoE (P10.6) ----------------------------------------------------------------------
+
+def moe_reference(a, w, route):
+    """Out[i] = A[i] · W[route[i]] (numpy; small sizes only)."""
+    a = np.asarray(a, np.float64)
+    w = np.asarray(w, np.float64)
+    r = np.asarray(route, np.int64)
+    if a.ndim != 2 or w.ndim != 3 or r.shape != (a.shape[0],):
+        raise ValueError(f"need a[S, D], w[E, D, F], route[S]; got {a.shape}, {w.shape}, {r.shape}")
+    if r.min() < 0 or r.max() >= w.shape[0]:
+        raise ValueError(f"route values must lie in [0, {w.shape[0]})")
+    return np.einsum("sd,sdf->sf", a, w[r])
+
+
+def moe_dense_buffer(a, w, route):
+    """Local MoE through an [E, S, D] dispatch buffer (no [S, D, F] intermediate) in JAX."""
+    import jax.numpy as jnp
+    a = jnp.asarray(np.asarray(a, np.float32))
+    w = jnp.asarray(np.asarray(w, np.float32))
+    r = jnp.asarray(np.asarray(route, np.int32))
+    E, S = w.shape[0], a.shape[0]
+    onehot = (r[:, None] == jnp.arange(E)[None, :]).astype(jnp.int32)       # [S, E]
+    slot = (jnp.cumsum(onehot, axis=0) - 1) * onehot                        # running count
+    slot = slot.sum(axis=1)
+    buf = jnp.zeros((E, S, a.shape[1]), a.dtype).at[r, slot].set(a)         # dispatch
+    out = jnp.einsum("esd,edf->esf", buf, w)                                 # one matmul per expert
+    return np.asarray(out[r, slot])                                          # combine
+
+
+def moe_allgather(a, w, route):
+    """W[E_X, D, F], A[S_X, D], route[S_X] on 8 devices: AllGather tokens, apply local experts,
+    psum_scatter back to Out[S_X, F] (P10.6 c1)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+    a = np.asarray(a, np.float32)
+    w = np.asarray(w, np.float32)
+    r = np.asarray(route, np.int32)
+    if a.shape[0] % 8 or w.shape[0] % 8:
+        raise ValueError("S and E must be multiples of 8 (one shard per device)")
+    mesh = _mesh(*MESH_X8)
+
+    def body(a_blk, w_blk, r_blk):
+        e_loc = w_blk.shape[0]
+        first = jax.lax.axis_index("X") * e_loc
+        a_all = jax.lax.all_gather(a_blk, "X", tiled=True)                   # [S, D]
+        r_all = jax.lax.all_gather(r_blk, "X", tiled=True)                   # [S]
+        out = jnp.zeros((a_all.shape[0], w_blk.shape[2]), a_all.dtype)
+        for e in range(e_loc):
+            mask = (r_all == first + e)[:, None]
+            out = out + jnp.where(mask, a_all @ w_blk[e], 0.0)
+        return jax.lax.psum_scatter(out, "X", scatter_dimension=0, tiled=True)
+
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P("X"), P("X"), P("X")),
+                              out_specs=P("X")))
+    from jax.sharding import NamedSharding
+    ra = jax.device_put(r, NamedSharding(mesh, P("X")))
+    return np.asarray(f(_put(a, mesh, "X"), _put(w, mesh, "X"), ra))
+
+
+def moe_topk(a, w, routes):
+    """Top-k MoE: Out[i] = (1/k) Σ_j A[i] · W[routes[i, j]] (P10.6d)."""
+    a = np.asarray(a, np.float64)
+    r = np.asarray(routes, np.int64)
+    if r.ndim != 2 or r.shape[0] != a.shape[0]:
+        raise ValueError(f"routes must be [S, k]; got {r.shape} for S = {a.shape[0]}")
+    return np.mean([moe_reference(a, w, r[:, j]) for j in range(r.shape[1])], axis=0)
+
+
+# ---- samplers (small inputs: one compile, a few calls) --------------------------------------
+
+def _normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32).round(3)
+
+
+def _s_ag(rng):
+    return {"a": _normal(rng, 8, 16), "w": _normal(rng, 16, 32)}
+
+
+def _s_rs(rng):
+    return {"t": _normal(rng, 8, 32), "w2": _normal(rng, 32, 16)}
+
+
+def _s_ffn(rng):
+    return {"x": _normal(rng, 8, 16), "w_in": _normal(rng, 16, 32) / 4, "w_out": _normal(rng, 32, 16) / 4}
+
+
+def _s_mean(rng):
+    return {"a": _normal(rng, 16, 8)}
+
+
+def _s_roll(rng):
+    return {"x": _normal(rng, 16, 8), "shift": int(rng.integers(1, 4))}
+
+
+def _s_moe(rng):
+    return {"a": _normal(rng, 16, 8), "w": _normal(rng, 8, 8, 4),
+            "route": rng.integers(0, 8, 16).tolist()}
+
+
+def _s_topk(rng):
+    return {"a": _normal(rng, 16, 8), "w": _normal(rng, 8, 8, 4),
+            "routes": rng.integers(0, 8, (16, 2)).tolist()}
+
+
+# ---- numeric answers -----------------------------------------------------------------------
+
+def _threshold(bidirectional=False):
+    c = hardware.get("v5e")
+    return c.peak() / (c.ici_bw_bidi if bidirectional else c.ici_link_bw_1way)
+
+
+def _p104_times():
+    m = profiling.collective_matmul_time(1024, 2048, 8192, 2, 4, "v5e")
+    return [m.naive, m.collective]
+
+
+_FN = dict(kind="function", rtol=1e-3, atol=1e-3, n_samples=3)
+
+EXERCISES = [
+    Exercise("10.1", "local_shapes", "numbers", lambda: [2, 1024, 1024, 8192, 2, 8192], rtol=0,
+             unit="（元素）", explain="In 在 X、Y 上各切一刀，W 只在 D 上被 Y 切开；输出沿 X 切、在 Y 上是部分和。"),
+    Exercise("10.1b", "collective", "choice", lambda: "A", choices=("A", "B", "C", "D"),
+             explain="收缩维 D 在 Y 上切开，输出要求 P('X', None)：每个设备的部分和必须沿 Y 全归约。"),
+    Exercise("10.2", "typeof_answer", "choice", lambda: "B", choices=("A", "B", "C", "D"),
+             explain="逐元素运算保持分片，jax.typeof 在追踪时就给出 float32[8@X,2@Y]。"),
+    Exercise("10.3", "first4_mean", "numbers", lambda: slice_and_average().tolist(), rtol=0,
+             atol=1e-6, explain="8 个分片第 i 个元素是 64k+i，平均 224+i。"),
+    Exercise("10.4", "collective_matmul", sampler=_s_ag, expected=ag_collective_matmul, **_FN,
+             explain="每一步乘手里的那块，同时把它传给邻居；4 步之后每块 A 都用过一次。"),
+    Exercise("10.4b", "f_over_n_threshold", "number", _threshold, rtol=0.03, unit="（元素）",
+             accept=(4378.0,), explain="F/n 超过约 4378（v5e，bf16，单向环），ppermute 就能完全藏在计算后面。"),
+    Exercise("10.4c", "cm_times", "numbers", _p104_times, rtol=0.03, unit="秒",
+             explain="这组原书尺寸下 F/n = 2048 不到门槛，集合矩阵乘法只省下一部分通信时间。"),
+    Exercise("10.5", "shard_means", sampler=_s_mean, expected=per_shard_mean, **_FN,
+             explain="每个分片自己求平均，输出按 P('X','Y') 拼成 [X, Y]：不需要任何通信。"),
+    Exercise("10.5b", "roll_minus_x", sampler=lambda rng: _s_roll(rng), expected=roll_in_shard, **_FN,
+             explain="roll 只在分片内部进行，同样零通信。"),
+    Exercise("10.6", "moe_local", sampler=_s_moe, expected=moe_reference, **_FN,
+             explain="按专家分桶（或排序后用 ragged_dot），就不必物化 [S, D, F] 的中间结果。"),
+    Exercise("10.6c", "moe_sharded", sampler=_s_moe, expected=moe_reference, **_FN,
+             explain="AllGather 之后每个分片只算自己的专家，psum_scatter 把结果按 token 分回去。"),
+    Exercise("10.6d", "moe_top2", sampler=_s_topk, expected=moe_topk, **_FN,
+             explain="每个 (token, 专家) 对单独分发，合并时取平均（或按路由权重加权）。"),
+    Exercise("10.7", "ar_matmul", sampler=_s_ag, expected=ar_tiled_matmul, **_FN,
+             explain="按 F 分块，每块一次 psum：后一块的计算可以和前一块的 AllReduce 重叠。"),
+    Exercise("10.7b", "rs_matmul", sampler=_s_rs, expected=rs_collective_matmul, **_FN,
+             explain="传的是部分和 [B/X, D/n]，n 次累加之后设备 j 手里正好是第 j 块。"),
+    Exercise("10.7c", "ffn", sampler=_s_ffn, expected=ffn_block, **_FN,
+             explain="上投影用 AllGather 一侧的集合矩阵乘法，下投影用 ReduceScatter 一侧的。"),
+    Exercise("10.8", "bidir_matmul", sampler=_s_ag, expected=bidirectional_ag_matmul, **_FN,
+             explain="两半数据各走一个方向，每条链路每步只传一半字节。"),
+    Exercise("10.8b", "f_over_n_bidir", "number", lambda: _threshold(True), rtol=0.03,
+             unit="（元素）", explain="双向环把门槛减半到约 2189（v5e）。"),
+]

@@ -53,11 +53,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -699,6 +699,8 @@ def _strip_code(source: str, where: str) -> str:
 
 def _strip_markdown(source: str) -> str:
     """Remove {solution} directive blocks (and {solution-start}...{solution-end} pairs)."""
+    if "{solution" not in source:
+        return source
     lines = source.split("\n")
     out, i = [], 0
     while i < len(lines):
@@ -761,15 +763,14 @@ def strip(src: str | Path = "exercises", out: str | Path = "exercises/student", 
 
     With ``check_only`` nothing is written; returns the stale or missing copies (and stray files
     in ``out`` without a reference notebook). Otherwise returns the files written.
-    Relative paths are taken from the repository root.
+    Relative paths are taken from the working directory, or from the repository root when the
+    working directory has no such folder.
     """
     import nbformat
 
     src, out = Path(src), Path(out)
-    if not src.is_absolute():
-        src = ROOT / src
-    if not out.is_absolute():
-        out = ROOT / out
+    if not src.is_absolute() and not src.is_dir() and (ROOT / src).is_dir():
+        src, out = ROOT / src, (out if out.is_absolute() else ROOT / out)  # run from elsewhere
     if not src.is_dir():
         raise FileNotFoundError(f"no such folder of reference notebooks: {src}")
     refs = sorted(p for p in src.glob("*.ipynb"))
@@ -1040,6 +1041,21 @@ def grade(files, out: str | Path | None = "scores.csv", *, timeout_cell: float =
     return results
 
 
+_DEVICES_LOCK = threading.Lock()
+
+
+def _devices_for_expected_values() -> None:
+    """Some expected values run JAX on a mesh: ask for the book's simulated devices first."""
+    with _DEVICES_LOCK:
+        if "jax" in sys.modules:
+            return  # too late to change the device count; the caller set it up (or needs none)
+        try:
+            from . import devices
+            devices.setup()
+        except Exception:  # no jax installed: expected values that need it will say so
+            pass
+
+
 def _grade_one(path: Path, reg, ref_stems, chapter, settings) -> SubmissionResult:
     res = SubmissionResult(str(path), _student_name(path, ref_stems))
     nb, reason = _read_submission(path)
@@ -1061,6 +1077,7 @@ def _grade_one(path: Path, reg, ref_stems, chapter, settings) -> SubmissionResul
     exs.sort(key=lambda e: _id_key(e.id))
     for e in exs:
         res.max_points[e.id] = float(e.points)
+    _devices_for_expected_values()
     specs, inputs = _job_exercises(exs, settings["seed"])
     report = _run_submission(path, nb, specs, settings)
     res.status = report.get("status", STATUS_OK)

@@ -19,7 +19,8 @@ from . import jax_model
 from .transformer import TransformerConfig
 
 __all__ = ["tiny_config", "generate_naive", "generate_cached", "max_logit_diff",
-           "per_token_times", "filled_cache", "decode_step_sweep", "predicted_step_times",
+           "per_token_times", "filled_cache", "unstack_params", "decode_step_fn",
+           "decode_step_sweep", "predicted_step_times",
            "served_from_config", "generate_speculative", "perturbed_params"]
 
 
@@ -136,37 +137,27 @@ def max_logit_diff(params, prompt, cfg, n_new) -> dict:
             "same_tokens": bool(np.array_equal(np.asarray(t_a), np.asarray(t_b)))}
 
 
-def per_token_times(params, cfg, prompt_len=8, n_new=128, batch=1, seed=0) -> dict:
-    """Wall-clock seconds of each new token, naive (re-run the growing prefix, exact-length
-    arrays: each length compiles once, warm-up pass first) vs cached (one decode step)."""
+def per_token_times(params, cfg, positions=(32, 128, 256, 512), batch=1, n_iter=5,
+                    seed=0) -> dict:
+    """Wall-clock seconds to produce the token at each of ``positions``: naive (re-run the whole
+    prefix of that length; one compile per length) vs cached (one decode step against a cache
+    filled up to that position; one compile). Medians of ``n_iter`` runs after warm-up."""
     jax, jnp = _jax()
-    n = _check_n("n_new", n_new)
-    T = _check_n("prompt_len", prompt_len)
-    import time
+    from .measure import time_fn
+    pos = [_check_n("position", int(p)) for p in positions]
+    b = _check_n("batch", batch)
     rng = np.random.default_rng(seed)
-    prompt = jnp.asarray(rng.integers(0, cfg.vocab, (_check_n("batch", batch), T)), jnp.int32)
     fwd = jax.jit(lambda prm, toks: jax_model.forward(prm, toks, cfg)[:, -1])
-    seqs = [jnp.asarray(rng.integers(0, cfg.vocab, (batch, T + i)), jnp.int32) for i in range(n)]
-    for s in seqs:                                   # compile every length first
-        fwd(params, s).block_until_ready()
-    naive = []
-    for s in seqs:
-        t0 = time.perf_counter()
-        fwd(params, s).block_until_ready()
-        naive.append(time.perf_counter() - t0)
-    max_len = T + n
-    _, cache = jax.jit(lambda prm, toks: jax_model.prefill(prm, toks, cfg, max_len))(params, prompt)
-    step = jax.jit(lambda prm, c, t, p: jax_model.decode_step(prm, t, cfg, c, p))
-    tok = prompt[:, -1]
-    lg, c2 = step(params, cache, tok, jnp.asarray(T))
-    jax.block_until_ready(lg)
-    cached = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        lg, cache = step(params, cache, tok, jnp.asarray(T + i))
-        jax.block_until_ready(lg)
-        cached.append(time.perf_counter() - t0)
-    return {"position": np.arange(T, T + n), "naive_s": np.asarray(naive),
+    step = jax.jit(lambda prm, c, t, p: jax_model.decode_step(prm, t, cfg, c, p)[0])
+    cache = filled_cache(cfg, b, max(pos), seed=seed)
+    tok = jnp.zeros((b,), jnp.int32)
+    naive, cached = [], []
+    for p in pos:
+        toks = jnp.asarray(rng.integers(0, cfg.vocab, (b, p)), jnp.int32)
+        naive.append(time_fn(fwd, params, toks, n_warmup=1, n_iter=n_iter))
+        cached.append(time_fn(step, params, cache, tok, jnp.asarray(p - 1), n_warmup=1,
+                              n_iter=n_iter))
+    return {"position": np.asarray(pos), "naive_s": np.asarray(naive),
             "cached_s": np.asarray(cached)}
 
 
@@ -182,20 +173,55 @@ def filled_cache(cfg, batch, seq_len, dtype=None, seed=0):
             "v": jax.random.normal(k2, shape, jnp.float32).astype(dtype)}
 
 
+def unstack_params(params, cfg) -> dict:
+    """The params pytree with per-layer weights as a list of separate arrays. XLA on CPU emits a
+    slow dot when a slice of a stacked [L, ...] weight is fused into it, so timing runs use this
+    layout; the numbers are the same weights."""
+    jax, jnp = _jax()
+    out = {k: v for k, v in params.items() if k != "layers"}
+    out["layers"] = [{k: jnp.array(v[i]) for k, v in params["layers"].items()}
+                     for i in range(cfg.n_layers)]
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def decode_step_fn(cfg: TransformerConfig):
+    """A jitted cached decode step on ``unstack_params`` weights and a per-layer cache
+    (lists of [B, S_max, K, H]): (params, k_list, v_list, token [B], pos) → (logits [B, V],
+    k_list, v_list). Built from ``jax_model.layer_forward``, so it is the same model."""
+    jax, jnp = _jax()
+
+    def step(p, ks, vs, tok, pos):
+        x = p["embed"][tok][:, None]
+        positions = pos + jnp.arange(1)
+        nk, nv = [], []
+        for lp, k, v in zip(p["layers"], ks, vs):
+            x, k, v = jax_model.layer_forward(lp, x, cfg, positions, k, v, pos)
+            nk.append(k)
+            nv.append(v)
+        if cfg.final_norm:
+            x = jax_model.rms_norm(x, p["final_norm"])
+        w_out = p["embed"].T if cfg.tied_embeddings else p["unembed"]
+        return jnp.einsum("btd,dv->btv", x, w_out)[:, 0], nk, nv
+    return jax.jit(step)
+
+
 def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None) -> list:
     """Median wall-clock time of one cached decode step (B sequences, each with ``seq_len``
     cached tokens) for each B. One dict per batch: batch, seq_len, t (s), tok_s."""
     jax, jnp = _jax()
     from .measure import time_fn
     device = device or jax.devices()[0]
-    step = jax.jit(lambda prm, c, t, p: jax_model.decode_step(prm, t, cfg, c, p)[0])
-    params = jax.device_put(params, device)
+    step = decode_step_fn(cfg)
+    p = jax.device_put(unstack_params(params, cfg), device)
     out = []
     for b in batches:
         b = _check_n("batch", b)
-        cache = jax.device_put(filled_cache(cfg, b, seq_len), device)
+        c = filled_cache(cfg, b, seq_len)
+        ks = jax.device_put([c["k"][i] for i in range(cfg.n_layers)], device)
+        vs = jax.device_put([c["v"][i] for i in range(cfg.n_layers)], device)
         tok = jax.device_put(jnp.zeros((b,), jnp.int32), device)
-        t = time_fn(step, params, cache, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter)
+        t = time_fn(step, p, ks, vs, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter)
         out.append({"batch": b, "seq_len": int(seq_len), "t": t, "tok_s": b / t})
     return out
 

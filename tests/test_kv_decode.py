@@ -87,3 +87,15 @@ def test_bad_input(params):
         kv_decode.generate_speculative(params, params, jnp.zeros((2, 2), jnp.int32), CFG, 4, 2)
     with pytest.raises(ValueError, match="scale"):
         kv_decode.perturbed_params(params, -1)
+
+
+def test_unstacked_step_is_the_same_model(params, prompt):
+    _, cache = jax_model.prefill(params, prompt, CFG, 9)
+    tok = jnp.asarray([1, 2, 3], jnp.int32)
+    ref, ref_cache = jax_model.decode_step(params, tok, CFG, cache, 5)
+    p = kv_decode.unstack_params(params, CFG)
+    ks = [cache["k"][i] for i in range(CFG.n_layers)]
+    vs = [cache["v"][i] for i in range(CFG.n_layers)]
+    lg, nk, _ = kv_decode.decode_step_fn(CFG)(p, ks, vs, tok, jnp.asarray(5))
+    np.testing.assert_allclose(np.asarray(lg), np.asarray(ref), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(nk[1]), np.asarray(ref_cache["k"][1]), atol=1e-6)

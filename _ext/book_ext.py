@@ -14,7 +14,7 @@ def _abs_search_dict(app, config):
 
 def _plotly_js(app, pagename, templatename, context, doctree):
     if "plotly-graph-div" in context.get("body", ""):
-        app.add_js_file("offline/plotly.min.js", priority=200)
+        app.add_js_file("offline/plotly.min.js", priority=200, loading_method="defer")
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):

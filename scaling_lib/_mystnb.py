@@ -1,9 +1,13 @@
 """myst-nb mime renderer: plotly figures stored as JSON become a <div> on the website.
 
 Registered as an entry point (pyproject.toml), so it is active when scaling_lib is pip-installed
-into the build environment. plotly.js itself is served from the site (see _ext/book_ext.py).
+into the build environment. plotly.js (4.8 MB) is served from the site itself and loaded with
+``defer`` (see _ext/book_ext.py), so it never delays the first paint; each figure is drawn on
+DOMContentLoaded, which fires after deferred scripts have run.
 """
 from __future__ import annotations
+
+import json
 
 
 class PlotlyRenderer:
@@ -14,10 +18,14 @@ class PlotlyRenderer:
         if data.mime_type != "application/vnd.plotly.v1+json":
             return None
         from docutils import nodes
-        import plotly.io as pio
 
-        html = pio.to_html(data.content, include_plotlyjs=False, include_mathjax=False,
-                           full_html=False, validate=False,
-                           div_id=f"plotly-c{data.cell_index}-o{data.output_index}",
-                           config={"displaylogo": False})
+        fig = data.content if isinstance(data.content, dict) else json.loads(data.content)
+        div_id = f"plotly-c{data.cell_index}-o{data.output_index}"
+        layout = fig.get("layout", {})
+        height = layout.get("height", 450)
+        payload = json.dumps([fig.get("data", []), layout, {"displaylogo": False, "responsive": True}],
+                             ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+        html = (f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>\n'
+                f'<script type="text/javascript">document.addEventListener("DOMContentLoaded", function () {{'
+                f' var a = {payload}; Plotly.newPlot("{div_id}", a[0], a[1], a[2]); }});</script>')
         return [nodes.raw("", html, format="html", classes=["output", "text_html"])]

@@ -14,3 +14,27 @@ def assert_close(got, expected, rtol, ref=""):
 @pytest.fixture
 def close():
     return assert_close
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """Build the whole book once per test session (warnings are errors): (html dir, build log)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    if os.environ.get("SITE_DIR"):  # reuse an existing build (e.g. SITE_DIR=_build/html after make book)
+        return Path(os.environ["SITE_DIR"]), ""
+    out = tmp_path_factory.mktemp("book")
+    jb = Path(sys.executable).parent / "jupyter-book"
+    r = subprocess.run([str(jb), "build", str(root), "--path-output", str(out), "-W", "-n", "--keep-going"],
+                       capture_output=True, text=True, cwd=root)
+    log = r.stdout + r.stderr
+    if r.returncode != 0:
+        pytest.fail(f"jupyter-book build failed ({r.returncode}):\n" +
+                    "\n".join(l for l in log.splitlines() if "WARNING" in l or "ERROR" in l)[-8000:] +
+                    "\n" + log[-3000:])
+    return out / "_build" / "html", log

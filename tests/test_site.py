@@ -14,20 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
-    jb = Path(sys.executable).parent / "jupyter-book"
-    r = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
-                       capture_output=True, text=True, cwd=ROOT)
-    log = r.stdout + r.stderr
-    if r.returncode != 0:
-        reports = "".join(p.read_text(errors="replace")[-3000:] for p in (out / "_build" / "html" / "reports").glob("*.log")) \
-            if (out / "_build" / "html" / "reports").exists() else ""
-        pytest.fail(f"jupyter-book build failed ({r.returncode}):\n{log[-6000:]}\n{reports}")
-    return out / "_build" / "html", log
-
-
 def test_build_has_no_sphinx_warnings(site):
     _, log = site
     warnings = [l for l in log.splitlines() if "WARNING" in l and "Kernel is running over TCP" not in l]

@@ -36,7 +36,9 @@ def test_strip_check_cli_agrees():
 @pytest.mark.parametrize("ref", REFS, ids=[p.stem for p in REFS])
 def test_student_copy_has_no_solutions(ref):
     ref_nb = nbformat.read(ref, as_version=4)
-    st = nbformat.read(ROOT / "exercises" / "student" / ref.name, as_version=4)
+    st_path = ROOT / "exercises" / "student" / ref.name
+    assert st_path.exists(), f"{st_path.relative_to(ROOT)} missing: run python -m scaling_lib.grading strip"
+    st = nbformat.read(st_path, as_version=4)
     assert st.metadata == ref_nb.metadata  # the Colab accelerator request travels along
     text = "\n".join(c.source for c in st.cells)
     assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text

@@ -864,6 +864,10 @@ def _read_submission(path: Path):
     import nbformat
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, "文件不存在"
+    except IsADirectoryError:
+        return None, "这是一个文件夹，不是 notebook"
     except OSError as e:
         return None, f"无法读取文件：{e.strerror or e}"
     if len(raw) > 50 << 20:
@@ -1007,7 +1011,7 @@ def grade(files, out: str | Path | None = "scores.csv", *, timeout_cell: float =
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "little")
     ref_stems = {p.stem for p in (ROOT / "exercises").glob("*.ipynb")}
-    paths = [Path(f) for f in files]
+    paths = _expand(files)
     settings = dict(timeout_cell=timeout_cell, timeout_notebook=timeout_notebook,
                     memory_mb=memory_mb, seed=seed)
 
@@ -1054,6 +1058,18 @@ def _devices_for_expected_values() -> None:
             devices.setup()
         except Exception:  # no jax installed: expected values that need it will say so
             pass
+
+
+def _expand(files) -> list[Path]:
+    """Files as given; a folder stands for the notebooks inside it (checkpoints skipped)."""
+    out = []
+    for f in files:
+        p = Path(f)
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts))
+        else:
+            out.append(p)
+    return out
 
 
 def _grade_one(path: Path, reg, ref_stems, chapter, settings) -> SubmissionResult:
@@ -1437,7 +1453,7 @@ def main(argv=None) -> int:
     s.add_argument("--out", default="exercises/student")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 if a copy is stale")
     g = sub.add_parser("grade", help="grade submitted notebooks -> CSV + JSON")
-    g.add_argument("files", nargs="+")
+    g.add_argument("files", nargs="+", help="submitted notebooks (a folder: the notebooks in it)")
     g.add_argument("--out", default="scores.csv")
     g.add_argument("--timeout-cell", type=float, default=30, help="seconds per cell (default 30)")
     g.add_argument("--timeout-notebook", type=float, default=300,

@@ -394,6 +394,17 @@ def test_read_submission_reasons(tmp_path):
     assert "不是 UTF-8" in grading._read_submission(p)[1]
     p.write_text("")
     assert grading._read_submission(p)[1] == "文件是空的"
+    assert grading._read_submission(tmp_path / "nope.ipynb")[1] == "文件不存在"
+
+
+def test_folders_stand_for_their_notebooks(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "01_roofline.ipynb").write_text("{}")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "b-checkpoint.ipynb").write_text("{}")
+    (tmp_path / "notes.txt").write_text("")
+    assert grading._expand([tmp_path, "x.ipynb"]) == [tmp_path / "alice" / "01_roofline.ipynb",
+                                                      Path("x.ipynb")]
 
 
 def test_student_names():

@@ -33,7 +33,7 @@ __all__ = ["KINDS", "collectives_in", "count_collectives", "decode_replica_group
 #: HLO instruction names of the collectives, in the book's order.
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 
-_INSTR = re.compile(r"=\s*(?:\([^=]*?\)|\S+)\s+(all-gather|reduce-scatter|all-reduce|all-to-all|"
+_INSTR = re.compile(r"(?<![%\w.\-])(all-gather|reduce-scatter|all-reduce|all-to-all|"
                     r"collective-permute)(?:-start)?\(")
 _PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
 
@@ -138,7 +138,9 @@ def collectives_in(hlo_text: str, n_devices: int | None = None) -> list[tuple[st
                         f"{type(hlo_text).__name__}")
     out = []
     for line in hlo_text.splitlines():
-        m = _INSTR.search(line)
+        if " = " not in line:
+            continue
+        m = _INSTR.search(line.split(" = ", 1)[1])
         if not m:
             continue
         kind = m.group(1)

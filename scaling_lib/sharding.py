@@ -136,7 +136,8 @@ class ShardedArray:
         """The notation as LaTeX: ``A[I_{X},J]\\{U_{Y}\\}``."""
         body = ",".join(d + ("_{" + "".join(ax) + "}" if ax else "") for d, ax in zip(self.dims, self.axes))
         red = r"\{U_{" + "".join(self.unreduced) + r"}\}" if self.unreduced else ""
-        return f"{self.name}[{body}]{red}"
+        name = self.name if len(self.name) == 1 else r"\text{" + self.name.replace("_", r"\_") + "}"
+        return f"{name}[{body}]{red}"
 
     @property
     def used_axes(self) -> tuple:

@@ -87,3 +87,11 @@ def test_bad_input():
         hlo.decode_replica_groups("nonsense")
     with pytest.raises(ValueError, match="missing from mesh"):
         hlo.decode_replica_groups("mesh['axis_0'=2] {'axis_9'}")
+
+
+def test_tuple_all_to_all_with_index_comments_and_tpu_layouts():
+    line = ("  %all-to-all = (f32[1,1]{1,0}, f32[1,1]{1,0}, /*index=2*/f32[1,1]{1,0}) all-to-all(%a, %b, "
+            "/*index=2*/%c), channel_id=1, replica_groups={{0,1,2}}, dimensions={0}\n"
+            "  %ag = bf16[8,128]{1,0:T(8,128)(2,1)} all-gather-start(%p), replica_groups=[1,3]<=[3]\n"
+            "  %gte = f32[1,1]{1,0} get-tuple-element(%all-to-all), index=0\n")
+    assert hlo.collectives_in(line) == [("all-to-all", ((0, 1, 2),)), ("all-gather", ((0, 1, 2),))]

@@ -22,7 +22,8 @@ so ``param_count(params) == cfg.params()`` exactly.
 
 Public functions:
 
-* ``init_params(cfg, key, dtype=jnp.float32)`` → params.
+* ``init_params(cfg, key, dtype=jnp.float32)`` → params; ``param_struct(cfg)`` → the same tree
+  of ``ShapeDtypeStruct`` (lower/cost-analyse without allocating).
 * ``forward(params, tokens, cfg, kv_cache=None, pos=0, remat=None)`` → logits ``[B, T, V]``;
   with a ``kv_cache`` (from ``init_kv_cache``) it writes this call's keys/values at positions
   ``pos … pos+T-1`` and attends over the cache, returning ``(logits, new_cache)``. One code path
@@ -47,9 +48,9 @@ import jax.numpy as jnp
 
 from .transformer import TransformerConfig
 
-__all__ = ["check_supported", "init_params", "param_count", "param_shapes", "layer_params",
+__all__ = ["check_supported", "init_params", "param_count", "param_shapes", "param_struct", "layer_params",
            "rms_norm", "rope", "attention_block", "mlp_block", "layer_forward", "forward",
-           "loss_fn", "init_kv_cache", "prefill", "decode_step", "generate", "xla_flops",
+           "loss_fn", "remat_policy", "init_kv_cache", "prefill", "decode_step", "generate", "xla_flops",
            "REMAT_POLICY_NAMES"]
 
 ROPE_THETA = 10_000.0
@@ -97,26 +98,41 @@ def param_shapes(cfg: TransformerConfig) -> dict:
 
 
 def init_params(cfg: TransformerConfig, key, dtype=jnp.float32) -> dict:
-    """Random parameters: normal(0, 1/sqrt(fan_in)) for matrices, ones for norm scales."""
+    """Random parameters: normal(0, 1/sqrt(fan_in)) for matrices, ones for norm scales.
+
+    The numbers are drawn with numpy's generator seeded from ``key`` (deterministic, and much
+    faster on CPU than compiling one threefry program per leaf shape).
+    """
+    import numpy as np
+
     shapes = param_shapes(cfg)
-    flat, treedef = jax.tree_util.tree_flatten(shapes, is_leaf=lambda s: isinstance(s, tuple))
-    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(
-        shapes, is_leaf=lambda s: isinstance(s, tuple))[0]]
-    keys = jax.random.split(key, len(flat))
+    if hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    rng = np.random.default_rng(np.asarray(key, dtype=np.uint32).ravel().tolist())
+    is_shape = lambda s: isinstance(s, tuple)  # noqa: E731
+    flat, treedef = jax.tree_util.tree_flatten(shapes, is_leaf=is_shape)
+    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(shapes, is_leaf=is_shape)[0]]
     leaves = []
-    for path, shape, k in zip(paths, flat, keys):
+    for path, shape in zip(paths, flat):
         name = str(path[-1].key)
         if name.endswith("norm"):
             leaves.append(jnp.ones(shape, dtype))
             continue
         if name == "embed":
             fan_in = 1
-        elif name in ("wo",):
+        elif name == "wo":
             fan_in = shape[1] * shape[2]
         else:
             fan_in = shape[1] if len(shape) > 2 else shape[0]
-        leaves.append((jax.random.normal(k, shape, jnp.float32) / math.sqrt(fan_in)).astype(dtype))
+        w = rng.standard_normal(shape, dtype=np.float32) / np.float32(math.sqrt(fan_in))
+        leaves.append(jnp.asarray(w, dtype=dtype))
     return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def param_struct(cfg: TransformerConfig, dtype=jnp.float32) -> dict:
+    """The params pytree as ``jax.ShapeDtypeStruct`` leaves (for ``jit(...).lower`` without data)."""
+    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s, dtype), param_shapes(cfg),
+                                  is_leaf=lambda s: isinstance(s, tuple))
 
 
 def param_count(params) -> int:
@@ -203,7 +219,8 @@ def layer_forward(lp: dict, x, cfg: TransformerConfig, positions, k_cache=None, 
     return x, k_cache, v_cache
 
 
-def _policy(remat):
+def remat_policy(remat):
+    """The jax.checkpoint policy for a remat name (None for 'none')."""
     if remat is None or remat == "none":
         return None
     if remat == "dots":
@@ -223,7 +240,7 @@ def forward(params: dict, tokens, cfg: TransformerConfig, kv_cache=None, pos=0, 
     if tokens.ndim != 2 or not jnp.issubdtype(tokens.dtype, jnp.integer):
         raise ValueError(f"tokens must be an integer array [batch, seq], got "
                          f"{tokens.dtype}{list(tokens.shape)}")
-    policy = _policy(remat)
+    policy = remat_policy(remat)
     if kv_cache is not None and policy is not None:
         raise ValueError("remat applies to training; do not combine it with a kv_cache")
     T = tokens.shape[1]

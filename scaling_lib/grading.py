@@ -348,7 +348,9 @@ def _near(r: float, target: float) -> bool:
     return r > 0 and abs(math.log(r / target)) <= math.log(_RATIO_TOL)
 
 
-_MAG = {3: "三", 6: "六", 9: "九", 12: "十二", 15: "十五"}
+_CN_NUM = dict(enumerate("零一两三四五六七八九十", 0)) | {11: "十一", 12: "十二", 13: "十三", 14: "十四",
+                                                       15: "十五", 16: "十六", 17: "十七", 18: "十八"}
+_MAG = {k: _CN_NUM[k] for k in (3, 6, 9, 12, 15)}
 
 
 def _is_time_unit(unit: str) -> bool:
@@ -392,7 +394,9 @@ def _ratio_hint(ex, a: float, e: float) -> str:
                     "ms 和 s、GB 和 B、TFLOPs 和 FLOPs 再对一遍。")
     lg = math.log10(rr)
     if lg >= 1.5:
-        return f"❌ 差了大约 {round(lg)} 个数量级（你的结果{big}）。把每一步的量级和单位再核对一遍。"
+        n = round(lg)
+        word = _CN_NUM.get(n, str(n))
+        return f"❌ 差了大约{word}个数量级（你的结果{big}）。把每一步的量级和单位再核对一遍。"
     return ""
 
 
@@ -1454,7 +1458,7 @@ def main(argv=None) -> int:
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 if a copy is stale")
     g = sub.add_parser("grade", help="grade submitted notebooks -> CSV + JSON")
     g.add_argument("files", nargs="+", help="submitted notebooks (a folder: the notebooks in it)")
-    g.add_argument("--out", default="scores.csv")
+    g.add_argument("--out", default="scores.csv", help="CSV score sheet; the JSON goes beside it")
     g.add_argument("--timeout-cell", type=float, default=30, help="seconds per cell (default 30)")
     g.add_argument("--timeout-notebook", type=float, default=300,
                    help="seconds per submission (default 300)")

@@ -236,3 +236,23 @@ def test_latency_dominates_small_messages(kind, topo):
 @given(n=st.integers(3, 32))
 def test_no_wrap_is_slower(n):
     assert C.ring_time("ag", 1e8, n, 1e10, wrap=False).total > C.ring_time("ag", 1e8, n, 1e10).total
+
+
+# ---- widgets (chapter 2 / 12 explorers): < 100 ms per update --------------------------------
+def test_widget_updates_are_fast():
+    import io, contextlib
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib.widgets import time_update, collectives as wc, chips as wch
+    for topo in ("v5e 4×4（无环绕），X 轴", "H100 SuperPod 1024 GPU", "两个 v5e Pod（DCN）"):
+        assert time_update(wc.draw_collective, kind="all_reduce", topology=topo, nbytes=1e6) < 0.25
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert time_update(wch.draw_compare, a="TPU v5e", b="GB200") < 0.25
+    r = wc.draw_collective("AllGather", "8×H100 NVLink 节点", 1e9)
+    assert r.total == pytest.approx(1e9 * 7 / (8 * 4.5e11))
+    with pytest.raises(ValueError, match="allowed"):
+        wc.sweep("all_gather", "no such topology")
+    fig = wc.collective_slider_figure("all_gather")
+    assert len(fig.data) == 3 * len(wc.TOPOLOGIES)
+    rows = wch.compare_rows("v5p", "H100")
+    assert rows[0][3] == pytest.approx(9.89e14 / 4.59e14)

@@ -35,8 +35,8 @@ from .units import dtype_bytes, fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["ShardedArray", "Step", "MatmulPlan", "parse", "as_mesh", "all_gather",
            "reduce_scatter", "all_reduce", "all_to_all", "reshard_steps", "matmul",
-           "matmul_case", "collective_bytes", "collective_time", "strategy_times",
-           "COLLECTIVES"]
+           "matmul_case", "collective_bytes", "strategy_times", "reshard_cost",
+           "ring_link_load", "expected_hlo", "compiled_collectives", "COLLECTIVES"]
 
 #: the collectives a plan may contain, with their Chinese names for tables
 COLLECTIVES = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
@@ -1004,3 +1004,38 @@ def reshard_cost(src, dst, mesh, sizes, dtype="bf16", chip=None, wrap=True, topo
         st = replace(st, nbytes=nb)
         out.append(replace(st, time=_step_time(st, net) if net is not None else None))
     return out
+
+
+def ring_link_load(kind: str, n: int, bidirectional: bool = True, split_ties: bool = False) -> float:
+    """Bytes on the busiest directed link of an ``n``-device ring, as a fraction of V.
+
+    all_gather / reduce_scatter: V = the gathered (unreduced) array; the book's ring algorithm
+    (one-way: n-1 hops of V/n; bidirectional: ⌊n/2⌋ hops of V/n each way).
+    all_to_all: V = the whole array (V/n per device, V/n² per source-destination pair), counted
+    by routing every pair along its shortest path; a pair exactly half-way round goes one way
+    (the book's convention, giving V(n+2)/(8n) for even n) or, with ``split_ties``, half each way.
+    Problem 3.16 (P3.16): one-way AG N²(1-1/D) vs A2A N²/2·(1-1/D) scalars per link.
+    """
+    import numpy as np
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    n = int(n)
+    if kind in ("all_gather", "reduce_scatter"):
+        return (n // 2) / n if bidirectional else (n - 1) / n
+    if kind != "all_to_all":
+        raise ValueError(f"kind must be 'all_gather', 'reduce_scatter' or 'all_to_all', got {kind!r}")
+    load = np.zeros((n, 2))
+    chunk = 1.0 / n**2
+    for d in range(1, n):            # every source sees the same pattern: count from source 0
+        if not bidirectional or d < n - d or (d == n - d and not split_ties):
+            routes = [(0, d, 1.0)]
+        elif d > n - d:
+            routes = [(1, n - d, 1.0)]
+        else:
+            routes = [(0, d, 0.5), (1, d, 0.5)]
+        for direction, hops, share in routes:
+            for h in range(hops):
+                node = h % n if direction == 0 else (-h) % n
+                load[node, direction] += chunk * share
+    # by symmetry every link of a direction carries the sum over sources = the column total
+    return float(load.sum(axis=0).max())

@@ -47,7 +47,7 @@ def _ints(rng, lo, hi):
 
 EXERCISES = [
     Exercise("1.1", "times", "numbers", _p11, rtol=0.03, unit="秒",
-             hints=((1e-3, "单位看起来是毫秒：这里要秒。"),),
+             hints=((1e3, "单位看起来是毫秒：这里要秒。"),),
              explain="两颗芯片的峰值相差不到 10%，做完 1e12 次运算都只要约 1 毫秒。"),
     Exercise("1.2", "i_crit", "number", lambda: hardware.critical_intensity(V5E), rtol=0.03,
              unit="FLOPs/字节", accept=(243.2,),

@@ -1341,14 +1341,14 @@ def sharded_step_check(kinds=STRATEGY_KINDS, cfg=None, batch: int = 16, seq_len:
     params = jax_model.init_params(cfg, jax.random.key(seed))
     tokens = jax.random.randint(jax.random.key(seed + 1), (batch, seq_len), 0, cfg.vocab)
     vg = jax.value_and_grad(lambda p, t: jax_model.loss_fn(p, t, cfg))
-    ref_loss, ref_grads = jax.jit(vg).lower(params, tokens).compile(compiler_options=opts)(params, tokens)
     n_weights = sum(1 for k in params["layers"] if not k.endswith("norm")) + 1 + ("unembed" in params)
-    out = []
+    is_spec = lambda s: isinstance(s, P)  # noqa: E731
+    # trace and lower everything first (cheap, main thread), then compile in parallel threads
+    jobs = [("ref", jax.jit(vg).lower(params, tokens), None, None, None)]
     for kind in kinds:
         shape, names = PROOF_MESHES[kind]
         mesh = devices.mesh(shape, names, prefer="cpu", explicit=False)
         specs = _param_specs(kind, params)
-        is_spec = lambda s: isinstance(s, P)  # noqa: E731
         p_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=is_spec)
         t_sh = NamedSharding(mesh, P("X") if "X" in names else P())
         gather = jax.tree.map(lambda s: NamedSharding(mesh, _drop_axis(s, "X")), specs, is_leaf=is_spec)
@@ -1360,16 +1360,22 @@ def sharded_step_check(kinds=STRATEGY_KINDS, cfg=None, batch: int = 16, seq_len:
 
         step = jax.jit(jax.value_and_grad(loss), in_shardings=(p_sh, t_sh),
                        out_shardings=(NamedSharding(mesh, P()), p_sh))
-        compiled = step.lower(params, tokens).compile(compiler_options=opts)
-        l, g = compiled(jax.device_put(params, p_sh), jax.device_put(tokens, t_sh))
+        jobs.append((kind, step.lower(params, tokens), p_sh, t_sh, dict(zip(names, shape))))
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        compiled = list(pool.map(lambda j: j[1].compile(compiler_options=opts), jobs))
+    ref_loss, ref_grads = compiled[0](params, tokens)
+    scale = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(ref_grads))
+    out = []
+    for (kind, _, p_sh, t_sh, mesh_dict), comp in zip(jobs[1:], compiled[1:]):
+        l, g = comp(jax.device_put(params, p_sh), jax.device_put(tokens, t_sh))
         err = max(float(jnp.max(jnp.abs(a - b)))
                   for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_grads)))
-        scale = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(ref_grads))
-        found = count_collectives(compiled.as_text())
+        found = count_collectives(comp.as_text())
         exp = expected_collectives(kind, n_weights if kind in ("fsdp", "fsdp_tp") else None)
         ok = all((found.get(c, 0) >= lo) and (hi is None or found.get(c, 0) <= hi)
                  for c, (lo, hi) in exp.items())
-        out.append({"kind": kind, "mesh": dict(zip(names, shape)), "loss": float(l),
+        out.append({"kind": kind, "mesh": mesh_dict, "loss": float(l),
                     "ref_loss": float(ref_loss), "max_grad_err": err, "grad_scale": scale,
                     "collectives": found, "expected": exp, "hlo_ok": bool(ok)})
     return out

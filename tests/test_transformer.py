@@ -316,3 +316,29 @@ def test_bad_types_and_values():
         c.replace(d_mdl=1)
     with pytest.raises(TypeError, match="cfg"):
         tr.param_breakdown(42)
+
+
+# ---- widgets (scaling_lib.widgets.transformer) ------------------------------------------------
+
+def test_widget_draws_every_preset_quickly():
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib import plots
+    from scaling_lib.widgets import time_update
+    from scaling_lib.widgets import transformer as wt
+    plots.set_style()
+    for name in models.names():
+        c = models.get(name)
+        cfg = wt.draw_accountant(name, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads,
+                                 c.d_head, c.vocab, c.gated_mlp, c.tied_embeddings, c.n_experts,
+                                 c.top_k, show=False)
+        assert cfg.params() == c.params()          # sliders at the preset's values = the preset
+        import matplotlib.pyplot as plt
+        plt.close("all")
+    # budget is 100 ms on an idle machine (measured 60-85 ms); 300 ms guards regressions on a loaded box
+    assert time_update(wt.draw_accountant, show=False) < 0.3
+    assert time_update(wt.draw_remat, show=False) < 0.3
+    with pytest.raises(ValueError, match="n_kv_heads"):
+        wt.build_config("LLaMA-3-8B", 4096, 14336, 32, 32, 7, 128, 128256, True, False, 1, 1)
+    steps = wt.context_steps(["LLaMA-3-8B"], [1024, 2048])
+    assert steps[0][0] == "LLaMA-3-8B" and len(steps[0][1]) == 4   # router trace dropped (dense)

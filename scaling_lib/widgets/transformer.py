@@ -87,13 +87,11 @@ def draw_accountant(preset="LLaMA-3-8B", d_model=4096, d_ff=14336, n_layers=32, 
     for k, v in cfg.params_by_part().items():
         groups[PART_LABELS[k]] = groups.get(PART_LABELS[k], 0) + v
     inactive = cfg.params() - cfg.active_params()
-    for row, label in ((1, "总参数"), (0, "每 token 激活")):
-        left = 0.0
-        for g, v in groups.items():
-            if row == 0 and g.startswith("MLP"):
-                v = v - inactive
-            ax1.barh([row], [v / 1e9], left=left, color=_COLORS[g], label=g if row else None)
-            left += v / 1e9
+    left = np.zeros(2)
+    for g, v in groups.items():
+        widths = np.array([v - inactive if g.startswith("MLP") else v, v]) / 1e9
+        ax1.barh([0, 1], widths, left=left, color=_COLORS[g], label=g)
+        left += widths
     ax1.set_yticks([0, 1], ["激活", "总计"])
     ax1.set_xlabel("参数量（十亿）")
     ax1.legend(fontsize=7, loc="lower right")

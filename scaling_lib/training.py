@@ -1176,7 +1176,8 @@ def plan(model, cluster: Cluster, batch_tokens, seq_len: int, *, top: int = 20,
 # =============================================================================================
 
 def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods: int = 1,
-                        mfu: float = 0.4, m_x: int = 2, m_y: int = 1, seq_len=None) -> dict:
+                        mfu: float = 0.4, m_x: int | None = None, m_y: int = 1,
+                        seq_len=None) -> dict:
     """Chapter 6's estimate for a dense model trained with FSDP×TP inside pods and DP across pods.
 
     Returns compute-bound days (6 P n_tok / (N C MFU)), the ICI lower bound T_math/ratio
@@ -1193,6 +1194,9 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
         raise ValueError(f"n_chips ({N}) must be a multiple of n_pods ({pods})")
     _check_mfu(mfu)
     chip = _chip(chip)
+    three_d = len(chip.pod_shape) == 3
+    if m_x is None:
+        m_x = 2 if three_d else 1          # a 3D torus gives FSDP 2 axes and TP 1; a 2D one 1 and 1
     P = d.params
     flops = total_train_flops(P, n)
     t_ideal = train_time(flops, chip, N, mfu=1.0)
@@ -1201,7 +1205,7 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
     t_comms = t_ideal / ratio
     per_pod = B / pods
     x_opt = float(optimal_fsdp(per_pod, N // pods, d.F, m_x, m_y))
-    fsdp_bound = dp_min_tokens_per_chip(chip, 3 if len(chip.pod_shape) == 3 else 2)
+    fsdp_bound = dp_min_tokens_per_chip(chip, 3 if three_d else 2)
     mixed = float(mixed_min_tokens_per_chip(d.F, chip, m_x * m_y))
     dcn = dcn_min_tokens_per_pod(chip) if pods > 1 else 0.0
     tpc = B / N

@@ -15,6 +15,7 @@ from .. import hardware, models, training as tr
 from ..units import fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["splits", "roofline_curves", "draw_training_roofline", "training_roofline_figure",
+           "draw_llama_plan", "llama_explorer",
            "roofline_explorer", "draw_planner", "planner_explorer", "MODEL_CHOICES",
            "CHIP_CHOICES", "strategy_time_curves"]
 
@@ -218,6 +219,72 @@ def planner_explorer(model="LLaMA-3-70B", chip="TPU v5p"):
 
     def draw(**kw):
         draw_planner(**kw)
+        plt.show()
+
+    return explorer(controls, draw)
+
+
+def draw_llama_plan(model="LLaMA-3-70B", tokens_t=15.0, log2_batch=22, chip="TPU v5p", n_pods=1,
+                    mfu=0.4, seq_len=4096, ax=None):
+    """W6.1: the chapter 6 estimate for one LLaMA 3 run, printed, plus the run's point on the
+    compute/comms ratio curves (tokens per chip on x)."""
+    import matplotlib.pyplot as plt
+
+    m = models.get(model)
+    c = hardware.get(chip)
+    if c.family != "tpu":
+        raise ValueError(f"this explorer plans TPU pods; {c.name} is a {c.family}")
+    pod = int(np.prod(c.pod_shape))
+    N = pod * int(n_pods)
+    B = 2 ** int(log2_batch)
+    e = tr.estimate_train_days(m, tokens_t * 1e12, B, c, N, n_pods=int(n_pods), mfu=float(mfu),
+                               seq_len=int(seq_len))
+    t_days = e["days_comms_bound"]
+    cost = tr.train_cost(t_days * 86400, N, c) if c.price_per_hour else float("nan")
+    mem = tr.training_memory(e["params"], B, m.d_model, m.n_layers)["total"] / N
+    verdict = {"dcn": "DCN 受限", "ici": "ICI 受限", "compute (FSDP alone)": "计算受限（纯 FSDP 即可）",
+               "compute (FSDP+TP)": "计算受限（需要 FSDP + TP）"}[e["verdict"]]
+    print(f"{m.name}：{fmt_num(e['params'])} 参数，{tokens_t:g}T token，共 {fmt_num(e['flops'])} FLOPs")
+    print(f"{N:,} 颗 {c.name}（{n_pods} 个 Pod），MFU {mfu:.0%}：约 {t_days:.1f} 天"
+          + (f"，约 {cost / 1e6:.1f} 百万美元" if math.isfinite(cost) else ""))
+    print(f"每芯片 {e['tokens_per_chip']:.0f} 个 token；门槛：序列数 {e['n_seq']}，α/3 = {e['fsdp_bound']:.0f}，"
+          f"2α²/F = {e['mixed_bound']:.0f}" + (f"，DCN 每 Pod {e['dcn_bound']:,.0f}" if n_pods > 1 else ""))
+    print(f"结论：{verdict}；每 Pod 建议 FSDP ≈ {e['x_opt']:.0f} × TP ≈ {e['y_opt']:.1f}；"
+          f"每芯片内存约 {fmt_bytes(mem)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.4))
+    tpc = np.geomspace(10, 1e4, 120)
+    ax.plot(tpc, tpc / e["fsdp_bound"], label="纯 FSDP（三个轴）")
+    ax.plot(tpc, np.sqrt(tpc / e["mixed_bound"]), label="最优 FSDP + TP")
+    ax.axhline(1, color="k", ls=":", lw=1)
+    ax.scatter([e["tokens_per_chip"]], [max(e["ratio"], e["tokens_per_chip"] / e["fsdp_bound"])],
+               color="#D55E00", zorder=5, label="这次训练")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-2, 30)
+    ax.set_xlabel("每芯片 token 数")
+    ax.set_ylabel("计算时间 / 通信时间")
+    ax.set_title(f"{m.name}：{verdict}", fontsize=9.5)
+    ax.legend(fontsize=8)
+    return e
+
+
+def llama_explorer():
+    """The chapter 6 widget: a LLaMA 3 training calculator on TPU pods."""
+    import matplotlib.pyplot as plt
+    from . import dropdown, explorer, float_slider, int_slider
+
+    controls = {
+        "model": dropdown(["LLaMA-3-8B", "LLaMA-3-70B", "LLaMA-3.1-405B"], "LLaMA-3-70B", "模型"),
+        "tokens_t": float_slider(15.0, 1.0, 30.0, 0.5, "训练 token（万亿）", ".1f"),
+        "log2_batch": int_slider(22, 18, 25, 1, "批次 token 数 log2"),
+        "chip": dropdown(["TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"], "TPU v5p", "芯片"),
+        "n_pods": int_slider(1, 1, 16, 1, "Pod 数"),
+        "mfu": float_slider(0.4, 0.2, 0.7, 0.05, "MFU", ".2f"),
+    }
+
+    def draw(**kw):
+        draw_llama_plan(**kw)
         plt.show()
 
     return explorer(controls, draw)

@@ -244,30 +244,53 @@ class Torus:
         ``path``: a list of coordinates to highlight (e.g. a shortest route). Returns the axes.
         """
         import matplotlib.pyplot as plt
-        from matplotlib.patches import FancyArrowPatch
         from .plots import COLORS
 
         if len(self.shape) > 2:
             raise ValueError("draw() handles 1D and 2D slices; draw a 3D slice one plane at a time")
         shape = self.shape if len(self.shape) == 2 else (self.shape[0], 1)
-        wraps = self.wraps if len(self.wraps) == 2 else (self.wraps[0], False)
         if ax is None:
             _, ax = plt.subplots(figsize=(0.6 * shape[0] + 1.6, 0.6 * shape[1] + 1.2))
+        from matplotlib.collections import LineCollection
+        from matplotlib.path import Path
+        from matplotlib.patches import PathPatch
+
         pos = lambda c: (c[0], -(c[1] if len(c) > 1 else 0))
+        straight, arcs = [], []
         for (a, b), is_wrap in self.links():
             pa, pb = pos(a), pos(b)
             if is_wrap:
-                ax.add_patch(FancyArrowPatch(pa, pb, connectionstyle="arc3,rad=0.35",
-                                             arrowstyle="-", ls="--", lw=1.0,
-                                             color=COLORS["comms"], alpha=0.8))
+                # a quadratic Bezier bulging outwards from the grid
+                mx, my = (pa[0] + pb[0]) / 2, (pa[1] + pb[1]) / 2
+                bulge = 0.5 + 0.12 * (abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]))
+                ctrl = (mx, my + bulge) if pa[1] == pb[1] else (mx - bulge, my)
+                arcs.append(Path([pa, ctrl, pb], [Path.MOVETO, Path.CURVE3, Path.CURVE3]))
             else:
-                ax.plot([pa[0], pb[0]], [pa[1], pb[1]], color="0.45", lw=1.2, zorder=1)
-        xs = [pos(c)[0] for c in _all_coords(self.shape)]
-        ys = [pos(c)[1] for c in _all_coords(self.shape)]
-        ax.scatter(xs, ys, s=180, marker="s", color=COLORS["compute"], zorder=3)
+                straight.append([pa, pb])
+        ax.add_collection(LineCollection(straight, colors="0.45", linewidths=1.2, zorder=1))
+        if arcs:
+            ax.add_patch(PathPatch(Path.make_compound_path(*arcs), fc="none", ec=COLORS["comms"],
+                                   ls="--", lw=1.0, alpha=0.8))
+        coords = _all_coords(self.shape)
+        xs = [pos(c)[0] for c in coords]
+        ys = [pos(c)[1] for c in coords]
+        ax.scatter(xs, ys, s=max(25, 160 * min(1.0, 4 / max(shape))), marker="s",
+                   color=COLORS["compute"], zorder=3)
         if path:
             pts = [pos(self._coord(c)) for c in path]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS["memory"], lw=3, zorder=2)
+            segs, bends = [], []
+            for pa, pb in zip(pts[:-1], pts[1:]):
+                if abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]) > 1:      # a wraparound hop
+                    mx, my = (pa[0] + pb[0]) / 2, (pa[1] + pb[1]) / 2
+                    bulge = 0.5 + 0.12 * (abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]))
+                    ctrl = (mx, my + bulge) if pa[1] == pb[1] else (mx - bulge, my)
+                    bends.append(Path([pa, ctrl, pb], [Path.MOVETO, Path.CURVE3, Path.CURVE3]))
+                else:
+                    segs.append([pa, pb])
+            ax.add_collection(LineCollection(segs, colors=COLORS["memory"], linewidths=3, zorder=4))
+            if bends:
+                ax.add_patch(PathPatch(Path.make_compound_path(*bends), fc="none",
+                                       ec=COLORS["memory"], lw=3, zorder=4))
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])

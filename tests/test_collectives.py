@@ -256,3 +256,22 @@ def test_widget_updates_are_fast():
     assert len(fig.data) == 3 * len(wc.TOPOLOGIES)
     rows = wch.compare_rows("v5p", "H100")
     assert rows[0][3] == pytest.approx(9.89e14 / 4.59e14)
+
+
+def test_slice_and_parallel_widgets():
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib import topology as T
+    from scaling_lib.widgets import time_update, collectives as wc, gpu_parallel as wg
+    s = T.TpuSlice("v5e", (8, 16))
+    path = wc.route(s, (0, 0), (5, 12))
+    assert len(path) - 1 == s.hops((0, 0), (5, 12)) == 9      # the short way round the 16-axis
+    r = wc.draw_slice("v5e 4×4", 3, 3, 2 * 8 * 128 * 8192)
+    assert r.total == pytest.approx(192e-6, rel=0.01)            # P2.11
+    assert time_update(wc.draw_slice, slice_name="v5e 16×16", dst_x=7, dst_y=3) < 0.25
+    res = wg.strategy_times("DGX H100", 8192, 28672, 2472.5, 8, 64, 8)
+    tm, tc = res["数据并行（跨节点）"]
+    assert tm == pytest.approx(tc)                               # at the DP threshold
+    assert time_update(wg.draw_parallel, node="GB200 NVL72") < 0.25
+    with pytest.raises(ValueError, match="efficiency"):
+        wg.strategy_times(efficiency=0)

@@ -12,7 +12,7 @@ from .. import collectives as C, topology as T
 from ..units import fmt_bw, fmt_bytes, fmt_time
 
 __all__ = ["TOPOLOGIES", "KIND_LABELS", "draw_collective", "collective_explorer",
-           "collective_slider_figure", "sweep"]
+           "collective_slider_figure", "sweep", "SLICES", "route", "draw_slice", "slice_explorer"]
 
 #: label -> (topology preset, axes)
 TOPOLOGIES = {
@@ -96,3 +96,50 @@ def collective_slider_figure(kind: str = "all_reduce"):
                          slider_label="拓扑", active=1,
                          xaxis={"title": {"text": "数组大小（字节）"}, "type": "log"},
                          yaxis={"title": {"text": "时间（秒）"}, "type": "log"})
+
+
+# ---- slice & hop explorer (chapter 2) ---------------------------------------------------------
+SLICES = {"v5e 4×4": ("v5e", (4, 4)), "v5e 8×16": ("v5e", (8, 16)), "v5e 16×16": ("v5e", (16, 16)),
+          "v6e 8×8": ("v6e", (8, 8))}
+
+
+def route(topo, src, dst) -> list:
+    """A shortest path from src to dst on a 2D torus: X first, then Y, each the short way round."""
+    path = [tuple(src)]
+    cur = list(src)
+    for i, n in enumerate(topo.shape):
+        d = (dst[i] - cur[i]) % n if topo.wraps[i] else dst[i] - cur[i]
+        if topo.wraps[i] and d > n // 2:
+            d -= n
+        step = 1 if d > 0 else -1
+        for _ in range(abs(d)):
+            cur[i] = (cur[i] + step) % n
+            path.append(tuple(cur))
+    return path
+
+
+def draw_slice(slice_name="v5e 4×4", dst_x=3, dst_y=3, nbytes=16.8e6):
+    """Draw a slice with its wrap links, the route from (0, 0) to (dst_x, dst_y) and the
+    point-to-point time (G15)."""
+    import matplotlib.pyplot as plt
+    if slice_name not in SLICES:
+        raise ValueError(f"unknown slice {slice_name!r}; allowed: {', '.join(SLICES)}")
+    chip, shape = SLICES[slice_name]
+    s = T.TpuSlice(chip, shape)
+    dst = (min(int(dst_x), shape[0] - 1), min(int(dst_y), shape[1] - 1))
+    r = T.p2p_time(float(nbytes), s, (0, 0), dst)
+    fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    s.draw(ax=ax, path=route(s, (0, 0), dst))
+    ax.set_xlabel(f"(0,0) → {dst}：{r.hops} 跳，{r.ports} 个端口；首字节 {fmt_time(r.t_first)}，"
+                  f"共 {fmt_time(r.total)}", fontsize=8)
+    plt.show()
+    return r
+
+
+def slice_explorer():
+    """ipywidgets explorer for ``draw_slice``."""
+    from . import dropdown, explorer, int_slider, log_slider
+    return explorer({"slice_name": dropdown(list(SLICES), "v5e 4×4", "切片"),
+                     "dst_x": int_slider(3, 0, 15, 1, "目的地 x"),
+                     "dst_y": int_slider(3, 0, 15, 1, "目的地 y"),
+                     "nbytes": log_slider(1.6e7, 3, 10, 0.25, "字节数")}, draw_slice)

@@ -406,3 +406,44 @@ def test_topology_slices_bring_their_wraparound():
     assert p.t_comms == pytest.approx(2 * (2 * 1024 * 1024 / 4) / 9e10, rel=1e-6)
     with pytest.raises(ValueError, match="has size 8 but"):
         sh.matmul("A[I_X, J]", "B[J, K]", {"X": 8, "Y": 4, "Z": 4}, sizes={"I": 8, "J": 8, "K": 8}, topo=cube)
+
+
+# ---------------------------------------------------------------------------------------------
+# widgets (scaling_lib.widgets.sharding)
+# ---------------------------------------------------------------------------------------------
+def test_widget_plan_and_draw():
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib.widgets import sharding as w, time_update
+    p = w.plan_for(a_i="", a_j="XY", b_j="XY", b_k="", out="I, K_XY", X=4, Y=2, chip="TPU v5e")
+    assert p.case == 3 and p.collectives == (("reduce_scatter", ("X", "Y")),)
+    assert w.draw_matmul(a_i="X", b_k="X", out="I_X, K").case == 4
+    with pytest.raises(ValueError, match="'X' is used in 'I_X' and in 'K_X'"):
+        w.plan_for(a_i="X", b_k="X", out="I_X, K_X")
+    assert time_update(w.draw_matmul, repeats=3) < 0.5       # budget 0.1 s on an idle machine
+    r = w.draw_race(B=1024, D=8192, F=32768, X=4, chip="TPU v5p")
+    assert max(r["S2"]) < max(r["S1"])
+
+
+def test_twin_strategies_cross_over():
+    from scaling_lib.widgets import sharding as w
+    small = w.strategy_costs(256, 8192, 32768)
+    big = w.strategy_costs(65536, 8192, 32768)
+    # few tokens: gathering the weights (FSDP) is the most expensive and gathering the activations
+    # (tensor parallelism) the cheapest; many tokens: the other way round
+    assert max(small, key=lambda k: small[k][1]) == "FSDP：收集权重"
+    assert min(small, key=lambda k: small[k][1]) == "张量并行：收集激活"
+    assert min(big, key=lambda k: big[k][1]) == "FSDP：收集权重"
+    assert big["FSDP：收集权重"][1] == pytest.approx(small["FSDP：收集权重"][1])
+    fig = w.cost_figure(Is=(256, 4096))
+    assert len(fig.data) == 2 * 2 and len(fig.layout.sliders[0].steps) == 2
+
+
+def test_draw_shards_reads_real_shards(jmesh):
+    import jax
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib.widgets.sharding import draw_shards
+    x = jax.device_put(np.zeros((16, 16), np.float32), sh.parse("A[I_X, J]").named_sharding(jmesh))
+    blocks = draw_shards(x)
+    assert blocks == {(4 * i, 4 * i + 4, 0, 16): [2 * i, 2 * i + 1] for i in range(4)}

@@ -15,7 +15,8 @@ from ..plots import COLORS
 from ..units import fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["AXIS_CHOICES", "CHIPS", "plan_for", "draw_matmul", "matmul_explorer",
-           "A_IN", "OUT", "STRATEGIES", "strategy_costs", "cost_figure"]
+           "A_IN", "OUT", "STRATEGIES", "strategy_costs", "cost_figure", "draw_shards",
+           "draw_race", "race_explorer"]
 
 #: what a dimension may be sharded over on a {X, Y} mesh
 AXIS_CHOICES = [("不分片", ""), ("X", "X"), ("Y", "Y"), ("XY", "XY")]
@@ -156,3 +157,76 @@ def cost_figure(Is=(256, 1024, 4096, 16384, 65536), J=8192, K=32768, mesh=None,
                         slider_label="I（token 数）", active=2, height=480)
     fig.update_layout(barmode="group")
     return fig
+
+
+def draw_shards(x, ax=None, title: str | None = None):
+    """Picture of a real 1D/2D jax array's sharding: its global shape cut into the blocks each
+    device holds (read from ``addressable_shards``), coloured and labelled by device id; a block
+    held by several devices lists them all (replication)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    shape = tuple(x.shape)
+    if len(shape) not in (1, 2):
+        raise ValueError(f"draw_shards draws 1D or 2D arrays, got shape {shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3, 3))
+    rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+    blocks: dict = {}
+    for s in x.addressable_shards:
+        idx = s.index if len(shape) == 2 else (slice(0, 1), s.index[0])
+        r0, r1 = idx[0].start or 0, idx[0].stop if idx[0].stop is not None else rows
+        c0, c1 = idx[1].start or 0, idx[1].stop if idx[1].stop is not None else cols
+        blocks.setdefault((r0, r1, c0, c1), []).append(s.device.id)
+    cmap = plt.get_cmap("tab20")
+    for (r0, r1, c0, c1), devs in sorted(blocks.items()):
+        devs = sorted(devs)
+        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, fc=cmap(devs[0] % 20), ec="black", lw=1))
+        label = ",".join(map(str, devs)) if len(devs) <= 4 else f"{devs[0]}…{devs[-1]}"
+        ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)
+    ax.set_aspect("auto")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return blocks
+
+
+def draw_race(B=1024, D=8192, F=32768, X=4, chip="TPU v5p", ax=None):
+    """Problem 3.10's race: compute and communication bars of the two case-2 strategies for
+    X[B, D] · Y[D_X, F] and the winner (each strategy takes max(compute, comms))."""
+    import matplotlib.pyplot as plt
+
+    r = sharding.strategy_times(int(B), int(D), int(F), int(X), chip)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.2))
+    names = ["策略1：先 AllGather", "策略2：先乘后 AllReduce"]
+    for i, key in enumerate(("S1", "S2")):
+        tm, tc = r[key]
+        ax.barh(i + 0.18, tm * 1e6, height=0.34, color=COLORS["compute"], label="计算" if i == 0 else None)
+        ax.barh(i - 0.18, tc * 1e6, height=0.34, color=COLORS["comms"], label="通信" if i == 0 else None)
+    t1, t2 = max(r["S1"]), max(r["S2"])
+    ax.set_yticks([0, 1])
+    ax.set_yticklabels(names)
+    ax.set_xlabel("时间（µs）")
+    win = names[0] if t1 <= t2 else names[1]
+    ax.set_title(f"B={int(B)}，D={int(D)}，F={int(F)}，|X|={int(X)}：{win}更快"
+                 f"（{fmt_time(min(t1, t2))} 对 {fmt_time(max(t1, t2))}）", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(axis="y", visible=False)
+    plt.show()
+    return r
+
+
+def race_explorer():
+    """The P3.10 strategy race as an ipywidgets explorer (needs a kernel)."""
+    from . import dropdown, explorer, log_slider
+    controls = {"B": log_slider(1024, 6, 16, 1, "B（token）", base=2, fmt=".0f"),
+                "D": log_slider(8192, 9, 17, 1, "D（收缩维）", base=2, fmt=".0f"),
+                "F": log_slider(32768, 10, 17, 1, "F", base=2, fmt=".0f"),
+                "X": dropdown([2, 4, 8, 16, 32, 64], 4, "|X|"),
+                "chip": dropdown(CHIPS, "TPU v5p", "芯片")}
+    return explorer(controls, draw_race)

@@ -340,5 +340,10 @@ def test_widget_draws_every_preset_quickly():
     assert time_update(wt.draw_remat, show=False) < 0.3
     with pytest.raises(ValueError, match="n_kv_heads"):
         wt.build_config("LLaMA-3-8B", 4096, 14336, 32, 32, 7, 128, 128256, True, False, 1, 1)
+    assert time_update(wt.draw_context, show=False) < 0.3
+    t_att, t_mlp = wt.draw_context("TPU v5e", 8192, 8, "prefill", 65536, show=False)
+    assert t_att / t_mlp == pytest.approx(4 * 65536 / (6 * 4 * 8192))   # both compute-bound
+    with pytest.raises(ValueError, match="phase"):
+        wt.draw_context(phase="train", show=False)
     steps = wt.context_steps(["LLaMA-3-8B"], [1024, 2048])
     assert steps[0][0] == "LLaMA-3-8B" and len(steps[0][1]) == 4   # router trace dropped (dense)

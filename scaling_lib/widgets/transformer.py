@@ -13,7 +13,8 @@ from .. import hardware, models, transformer as tr
 from ..units import dtype_bytes, fmt_bytes, fmt_num
 
 __all__ = ["PART_LABELS", "FLOP_LABELS", "build_config", "accountant_text", "draw_accountant",
-           "accountant", "draw_remat", "remat_planner", "context_steps"]
+           "accountant", "draw_remat", "remat_planner", "context_steps", "draw_context",
+           "context_explorer"]
 
 #: Chinese labels of params_by_part keys, merged into the bars' groups.
 PART_LABELS = {"embedding": "嵌入", "pos_embedding": "嵌入", "attn_q": "注意力 QKVO",
@@ -222,3 +223,62 @@ def context_steps(model_names, seq_lens):
                            "stackgroup": "one", "line": {"color": _COLORS[FLOP_LABELS[k]]}})
         steps.append((cfg.label, traces))
     return steps
+
+
+def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len=8192,
+                 batch=1, show=True):
+    """W4.2: one layer of a D-wide model (F = 4D, H = 128, N = D/128, K = N/G) on ``chip``:
+    attention vs MLP roofline time at this context, and attention intensity vs context."""
+    import matplotlib.pyplot as plt
+
+    if phase not in ("prefill", "decode"):
+        raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+    chip = hardware.get(chip)
+    n_heads = max(1, int(d_model) // 128)
+    group = int(group)
+    if n_heads % group:
+        raise ValueError(f"G={group} must divide N = D/128 = {n_heads}")
+    cfg = tr.TransformerConfig(d_model=int(d_model), n_layers=1, n_heads=n_heads,
+                               n_kv_heads=n_heads // group, d_ff=4 * int(d_model), vocab=1,
+                               d_head=128, name=f"D={int(d_model)}, G={group}")
+    S = float(seq_len)
+    b = int(batch)
+    t = S if phase == "prefill" else 1.0
+    t_att = float(tr.attention_time(cfg, b, t, S, chip))
+    t_mlp = float(tr.mlp_time(cfg, b * t, chip))
+    ss = np.logspace(8, 20, 40, base=2)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.2), gridspec_kw={"width_ratios": [1, 1.5]})
+    ax1.bar(["点积注意力", "MLP"], [t_att * 1e6, t_mlp * 1e6], color=["#D55E00", "#E69F00"])
+    ax1.set_ylabel("每层耗时（µs，Roofline 下界）")
+    ax1.set_title(f"{chip.name}，{'预填充' if phase == 'prefill' else '解码'}，S = {int(S)}")
+    ts = ss if phase == "prefill" else np.ones_like(ss)
+    ax2.loglog(ss, tr.attention_arithmetic_intensity(ts, ss, group), color="#0072B2",
+               label="注意力的算术强度")
+    ax2.axhline(chip.critical_intensity(), color="k", ls="--", lw=1,
+                label=f"临界强度 {chip.critical_intensity():.0f}")
+    ax2.axvline(S, color="0.5", ls=":", lw=1)
+    ax2.set_xlabel("上下文长度 S（token）")
+    ax2.set_ylabel("FLOPs/字节")
+    ax2.legend(fontsize=7)
+    if show:
+        plt.show()
+        ratio = float(tr.attention_to_matmul_ratio(S, cfg)) if phase == "prefill" else float("nan")
+        print(f"注意力/MLP 时间 = {t_att / t_mlp:.3g}；注意力强度 = "
+              f"{float(tr.attention_arithmetic_intensity(t, S, group)):.3g} FLOPs/字节"
+              + (f"；注意力/矩阵乘 FLOPs = {ratio:.3g}（T/8D）" if phase == "prefill" else ""))
+    return t_att, t_mlp
+
+
+def context_explorer(chip: str = "TPU v5e"):
+    """W4.2: chip, D, G, phase and context length → attention vs MLP time and intensity."""
+    from . import dropdown, explorer, int_slider, log_slider, toggle
+
+    c = {
+        "chip": dropdown(hardware.names(), chip, "芯片"),
+        "d_model": int_slider(8192, 1024, 16384, 1024, "D（d_model）"),
+        "group": dropdown([1, 2, 4, 8, 16], 8, "G = N/K"),
+        "phase": toggle([("预填充", "prefill"), ("解码", "decode")], "prefill", ""),
+        "seq_len": log_slider(8192, 8, 20, 1, "上下文 S（token）", base=2, fmt=".0f"),
+        "batch": log_slider(1, 0, 8, 1, "批 B（序列）", base=2, fmt=".0f"),
+    }
+    return explorer(c, draw_context)

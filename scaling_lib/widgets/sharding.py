@@ -154,7 +154,7 @@ def cost_figure(Is=(256, 1024, 4096, 16384, 65536), J=8192, K=32768, mesh=None,
     fig = slider_figure(steps, title=f"{A_IN}·B → {OUT}（J={J}，K={K}，{chip} {m['X']}×{m['Y']}）",
                         xaxis={"title": {"text": "分片方式"}},
                         yaxis={"title": {"text": "每设备时间（µs）"}, "type": "log"},
-                        slider_label="I（token 数）", active=2, height=480)
+                        slider_label="I（token 数）", active=min(2, len(steps) - 1), height=480)
     fig.update_layout(barmode="group")
     return fig
 

@@ -39,14 +39,14 @@ def tiny_config(d_model=256, n_layers=4, n_heads=4, n_kv_heads=2, d_ff=1024, voc
 
 def _check_prompt(prompt, cfg):
     _, jnp = _jax()
-    p = jnp.asarray(prompt)
-    if p.ndim != 2 or not jnp.issubdtype(p.dtype, jnp.integer) or p.shape[1] < 1:
+    p = np.asarray(prompt)                      # checks on the host: no eager device ops
+    if p.ndim != 2 or p.dtype.kind not in "iu" or p.shape[1] < 1:
         raise ValueError(f"prompt must be an integer array [batch, T >= 1], got "
                          f"{p.dtype}{list(p.shape)}")
     if int(p.max()) >= cfg.vocab or int(p.min()) < 0:
         raise ValueError(f"prompt token ids must be in [0, {cfg.vocab}), got "
                          f"[{int(p.min())}, {int(p.max())}]")
-    return p
+    return jnp.asarray(p.astype(np.int32))
 
 
 def _check_n(name, n):
@@ -79,14 +79,16 @@ def generate_naive(params, prompt, cfg, n_new):
     p = _check_prompt(prompt, cfg)
     n = _check_n("n_new", n_new)
     B, T = p.shape
-    buf = jnp.zeros((B, T + n), p.dtype).at[:, :T].set(p)
+    host = np.zeros((B, T + n), np.int32)
+    host[:, :T] = np.asarray(p)
+    buf = jnp.asarray(host)
     step = _naive_step(cfg)
     toks, logits = [], []
     for i in range(n):
-        buf, t, lg = step(params, buf, jnp.asarray(T + i))
-        toks.append(t)
-        logits.append(lg)
-    return jnp.stack(toks, axis=1), jnp.stack(logits, axis=1)
+        buf, t, lg = step(params, buf, np.int32(T + i))
+        toks.append(np.asarray(t))
+        logits.append(np.asarray(lg))
+    return np.stack(toks, axis=1), np.stack(logits, axis=1)
 
 
 @functools.lru_cache(maxsize=16)
@@ -116,14 +118,25 @@ def generate_cached(params, prompt, cfg, n_new, max_len=None):
     max_len = T + n if max_len is None else _check_n("max_len", max_len)
     if max_len < T + n - 1:
         raise ValueError(f"max_len={max_len} is too short for {T} prompt + {n} new tokens")
-    lg, cache = jax.jit(lambda prm, toks: jax_model.prefill(prm, toks, cfg, max_len))(params, p)
-    first_lg = lg[:, -1]
-    tok = jnp.argmax(first_lg, axis=-1).astype(p.dtype)
+    first_lg, tok, cache = _prefill_fn(cfg, max_len)(params, p)
+    first_lg, tok0 = np.asarray(first_lg)[:, None], np.asarray(tok)[:, None]
     if n == 1:
-        return tok[:, None], first_lg[:, None]
-    toks, lgs, _ = _decode_loop(cfg, n - 1)(params, cache, tok, jnp.asarray(T))
-    return (jnp.concatenate([tok[:, None], toks], axis=1),
-            jnp.concatenate([first_lg[:, None], lgs], axis=1))
+        return tok0, first_lg
+    toks, lgs, _ = _decode_loop(cfg, n - 1)(params, cache, tok, np.int32(T))
+    return (np.concatenate([tok0, np.asarray(toks)], axis=1),
+            np.concatenate([first_lg, np.asarray(lgs)], axis=1))
+
+
+@functools.lru_cache(maxsize=16)
+def _prefill_fn(cfg: TransformerConfig, max_len: int):
+    """Jitted prefill returning (last logits [B, V], greedy token [B], cache)."""
+    jax, jnp = _jax()
+
+    def f(params, prompt):
+        lg, cache = jax_model.prefill(params, prompt, cfg, max_len)
+        last = lg[:, -1]
+        return last, jnp.argmax(last, axis=-1).astype(prompt.dtype), cache
+    return jax.jit(f)
 
 
 def max_logit_diff(params, prompt, cfg, n_new) -> dict:
@@ -131,7 +144,6 @@ def max_logit_diff(params, prompt, cfg, n_new) -> dict:
     whether the greedy tokens agree."""
     t_a, l_a = generate_naive(params, prompt, cfg, n_new)
     t_b, l_b = generate_cached(params, prompt, cfg, n_new)
-    l_a, l_b = np.asarray(l_a), np.asarray(l_b)
     return {"max_abs_diff": float(np.max(np.abs(l_a - l_b))),
             "logit_scale": float(np.max(np.abs(l_a))),
             "same_tokens": bool(np.array_equal(np.asarray(t_a), np.asarray(t_b)))}
@@ -150,7 +162,7 @@ def per_token_times(params, cfg, positions=(32, 128, 256, 512), batch=1, n_iter=
     fwd = jax.jit(lambda prm, toks: jax_model.forward(prm, toks, cfg)[:, -1])
     step = jax.jit(lambda prm, c, t, p: jax_model.decode_step(prm, t, cfg, c, p)[0])
     cache = filled_cache(cfg, b, max(pos), seed=seed)
-    tok = jnp.zeros((b,), jnp.int32)
+    tok = jnp.asarray(np.zeros((b,), np.int32))
     naive, cached = [], []
     for p in pos:
         toks = jnp.asarray(rng.integers(0, cfg.vocab, (b, p)), jnp.int32)
@@ -168,9 +180,9 @@ def filled_cache(cfg, batch, seq_len, dtype=None, seed=0):
     dtype = dtype or jnp.float32
     shape = (cfg.n_layers, _check_n("batch", batch), _check_n("seq_len", seq_len) + 1,
              cfg.n_kv_heads, cfg.d_head)
-    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-    return {"k": jax.random.normal(k1, shape, jnp.float32).astype(dtype),
-            "v": jax.random.normal(k2, shape, jnp.float32).astype(dtype)}
+    rng = np.random.default_rng(seed)
+    return {"k": jnp.asarray(rng.standard_normal(shape, dtype=np.float32), dtype=dtype),
+            "v": jnp.asarray(rng.standard_normal(shape, dtype=np.float32), dtype=dtype)}
 
 
 def unstack_params(params, cfg) -> dict:
@@ -206,7 +218,7 @@ def decode_step_fn(cfg: TransformerConfig):
     return jax.jit(step)
 
 
-def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None) -> list:
+def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None, dtype=None) -> list:
     """Median wall-clock time of one cached decode step (B sequences, each with ``seq_len``
     cached tokens) for each B. One dict per batch: batch, seq_len, t (s), tok_s."""
     jax, jnp = _jax()
@@ -217,10 +229,10 @@ def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None) -> l
     out = []
     for b in batches:
         b = _check_n("batch", b)
-        c = filled_cache(cfg, b, seq_len)
+        c = filled_cache(cfg, b, seq_len, dtype=dtype)
         ks = jax.device_put([c["k"][i] for i in range(cfg.n_layers)], device)
         vs = jax.device_put([c["v"][i] for i in range(cfg.n_layers)], device)
-        tok = jax.device_put(jnp.zeros((b,), jnp.int32), device)
+        tok = jax.device_put(np.zeros((b,), np.int32), device)
         t = time_fn(step, p, ks, vs, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter)
         out.append({"batch": b, "seq_len": int(seq_len), "t": t, "tok_s": b / t})
     return out
@@ -258,9 +270,12 @@ def perturbed_params(params, scale, seed=0):
     if not (isinstance(scale, (int, float)) and scale >= 0):
         raise ValueError(f"scale must be a number >= 0, got {scale!r}")
     leaves, tree = jax.tree_util.tree_flatten(params)
-    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
-    new = [x + scale * jnp.std(x) * jax.random.normal(k, x.shape, x.dtype)
-           for x, k in zip(leaves, keys)]
+    rng = np.random.default_rng(seed)          # numpy: no per-shape compilation of eager ops
+    new = []
+    for x in leaves:
+        a = np.asarray(x, dtype=np.float32)
+        a = a + scale * a.std() * rng.standard_normal(a.shape, dtype=np.float32)
+        new.append(jnp.asarray(a, dtype=x.dtype))
     return jax.tree_util.tree_unflatten(tree, new)
 
 

@@ -388,7 +388,7 @@ def hlo_summary(hlo_text: str) -> list:
     convolutions, collectives and custom calls, each with what its fused body contains.
 
     Returns a list of dicts (name, op, shape, fusion kind, contains, source) in program order.
-    Book: sec-09-reading-hlo.
+    Book: sec-09-cost.
     """
     ops = hlo_ops(hlo_text)
     by_comp: dict = {}

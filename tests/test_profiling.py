@@ -309,3 +309,31 @@ def test_collective_matmul_timeline():
         pr.collective_matmul_timeline(1024, 2048, 8192, 2, 0, "v5e")
     with pytest.raises(ValueError):
         pr.collective_matmul_timeline(1024, 2048, 8192, 2, 4, "v5e", mode="fast")
+
+
+# ---- widgets (chapters 9 and 10) ---------------------------------------------------------
+
+def test_widget_draws_are_fast_and_validate():
+    import contextlib
+    import io
+    from scaling_lib import plots, widgets
+    from scaling_lib.widgets import profiling as wp
+    plots.set_style()
+    progs = {"ffn": (4.3e9, 1.06e8, 0.0)}
+    with contextlib.redirect_stdout(io.StringIO()):
+        times = {
+            "shape": widgets.time_update(wp.draw_shape, shape="bf16[4,8]{1,0:T(2,4)(2,1)}"),
+            "cost": widgets.time_update(wp.draw_cost, program="ffn", chip="TPU v5e",
+                                        measured_ms=1.0, programs=progs),
+            "cm": widgets.time_update(wp.draw_collective_matmul, Y=16),
+        }
+    import os
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    for k, t in times.items():
+        if t >= 0.1 and load > 1.5:
+            pytest.skip(f"machine overloaded (load {load:.1f} per core): {k} took {t * 1e3:.0f} ms")
+        assert t < 0.1, f"widget {k} redraw took {t * 1e3:.0f} ms (budget 100 ms)"
+    with pytest.raises(ValueError):
+        wp.plot_memory_order("bf16[2,2,2]")
+    with pytest.raises(ValueError):
+        wp.draw_cost(program="nope", chip="TPU v5e", measured_ms=0.0, programs=progs)

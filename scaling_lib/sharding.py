@@ -29,21 +29,20 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .units import dtype_bytes, fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["ShardedArray", "Step", "MatmulPlan", "parse", "as_mesh", "all_gather",
            "reduce_scatter", "all_reduce", "all_to_all", "reshard_steps", "matmul",
            "matmul_case", "collective_bytes", "strategy_times", "reshard_cost",
-           "ring_link_load", "expected_hlo", "compiled_collectives", "COLLECTIVES"]
+           "ring_link_load", "expected_hlo", "compiled_collectives", "COLLECTIVES", "T_HOP"]
 
 #: the collectives a plan may contain, with their Chinese names for tables
 COLLECTIVES = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
                "all_reduce": "AllReduce", "all_to_all": "AllToAll", "permute": "ppermute",
                "slice": "本地切片"}
 
-_NAME = r"[A-Za-z][A-Za-z0-9_]*?"
 _SPEC = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9]*(?:_[a-z][A-Za-z0-9]*)*)?\s*"
                    r"\[(?P<dims>[^\]]*)\]\s*(?:\{(?P<unred>[^}]*)\})?\s*$")
 _DIM = re.compile(r"^(?P<dim>[A-Za-z][A-Za-z0-9]*)(?:_(?:\{(?P<braced>[^}]*)\}|(?P<plain>[A-Z]+)))?$")

@@ -8,11 +8,9 @@ slider (``scaling_lib.interactive.slider_figure``).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import sharding
 from ..plots import COLORS
-from ..units import fmt_bytes, fmt_num, fmt_time
+from ..units import fmt_bytes, fmt_time
 
 __all__ = ["AXIS_CHOICES", "CHIPS", "plan_for", "draw_matmul", "matmul_explorer",
            "A_IN", "OUT", "STRATEGIES", "strategy_costs", "cost_figure", "draw_shards",

@@ -485,7 +485,7 @@ _TABLE_FIELDS = {
     "dcn": ("DCN/网卡 每芯片（B/s）", lambda c: c.dcn_bw_1way or float("nan")),
     "cores": ("核心数 / SM 数", lambda c: c.cores),
     "pod": ("Pod 形状 / NVLink 域", lambda c: "×".join(map(str, c.pod_shape)) or "—"),
-    "host": ("每主机芯片数", lambda c: c.chips_per_host or float("nan")),
+    "host": ("每主机/节点芯片数", lambda c: c.chips_per_host or float("nan")),
     "price": ("价格（美元/芯片·小时）", lambda c: c.price_per_hour or float("nan")),
     "l2": ("L2（MB）", lambda c: c.l2_bytes / 1e6 if c.l2_bytes else float("nan")),
     "smem": ("SMEM/L1 每 SM（kB）", lambda c: c.smem_bytes_per_sm / 1e3 if c.smem_bytes_per_sm

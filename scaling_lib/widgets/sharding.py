@@ -29,22 +29,22 @@ def _dim(name, axes):
 
 
 def plan_for(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192, J=4096, K=16384,
-             chip="TPU v5e", wrap=True, strategy="gather") -> sharding.MatmulPlan:
+             chip="TPU v5e", wrap=True, strategy="gather", dtype="bf16") -> sharding.MatmulPlan:
     """The ``MatmulPlan`` for the explorer's control values (raises ValueError on bad specs)."""
     a = f"A[{_dim('I', a_i)}, {_dim('J', a_j)}]"
     b = f"B[{_dim('J', b_j)}, {_dim('K', b_k)}]"
     mesh = {"X": int(X), "Y": int(Y)}
     o = None if out in (None, "自动") else f"Out[{out}]"
     return sharding.matmul(a, b, mesh, out=o, sizes={"I": int(I), "J": int(J), "K": int(K)},
-                           chip=chip, wrap=bool(wrap), strategy=strategy)
+                           chip=chip, wrap=bool(wrap), strategy=strategy, dtype=dtype)
 
 
 def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192, J=4096,
-                K=16384, chip="TPU v5e", wrap=True, strategy="gather", ax=None):
+                K=16384, chip="TPU v5e", wrap=True, strategy="gather", dtype="bf16", ax=None):
     """A stacked bar (compute vs each collective) and a text card of the plan; returns the plan."""
     import matplotlib.pyplot as plt
 
-    p = plan_for(a_i, a_j, b_j, b_k, out, X, Y, I, J, K, chip, wrap, strategy)
+    p = plan_for(a_i, a_j, b_j, b_k, out, X, Y, I, J, K, chip, wrap, strategy, dtype)
     if ax is None:
         _, ax = plt.subplots(figsize=(7.2, 3.6))
     ax.barh([1], [p.t_math * 1e6], color=COLORS["compute"], label="计算 T_math")
@@ -68,7 +68,7 @@ def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192
                  f"{sharding.COLLECTIVES[s.kind]}_{''.join(s.axes)} V={fmt_bytes(s.nbytes)}"
                  for s in p.steps if s.kind != "slice")),
              f"本地形状：A {p.a.local_shape(p.sizes, m)}，B {p.b.local_shape(p.sizes, m)}，"
-             f"输出 {p.out.local_shape(p.sizes, m)}",
+             f"输出 {p.out.local_shape(p.sizes, m)}；每设备内存（A+B+输出）{fmt_bytes(p.mem_per_device)}",
              f"T_math {fmt_time(p.t_math)}，T_comms {fmt_time(p.t_comms)} → {p.bottleneck}受限"]
     ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, va="top", fontsize=8.5,
             bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
@@ -97,6 +97,7 @@ def matmul_explorer():
         "J": log_slider(4096, 7, 17, 1, "J（收缩）", base=2, fmt=".0f"),
         "K": log_slider(16384, 7, 17, 1, "K（列）", base=2, fmt=".0f"),
         "chip": dropdown(CHIPS, "TPU v5e", "芯片"),
+        "dtype": dropdown([("bf16", "bf16"), ("int8", "int8")], "bf16", "数据类型"),
         "wrap": toggle([("环（有环绕链路）", True), ("链（无环绕）", False)], True, "网格轴"),
     }
 

@@ -275,3 +275,17 @@ def test_slice_and_parallel_widgets():
     assert time_update(wg.draw_parallel, node="GB200 NVL72") < 0.25
     with pytest.raises(ValueError, match="efficiency"):
         wg.strategy_times(efficiency=0)
+
+
+def test_sized_collective_explorer():
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib.widgets import time_update, collectives as wc
+    topo, axes, n, _ = wc.family_topology("H100 集群（胖树）", 2)
+    assert n == 16
+    assert wc.draw_collective_sized("AllGather", "H100 集群（胖树）", 2, 1e9).total == pytest.approx(1.94e-3, rel=0.01)
+    topo, axes, n, _ = wc.family_topology("TPU v5e：一根轴", 3)
+    assert topo.shape == (8, 16) and topo.wraps == (False, True)
+    with pytest.raises(ValueError, match="1..7"):
+        wc.family_topology("TPU v5e：一根轴", 9)
+    assert time_update(wc.draw_collective_sized, kind="all_to_all", family="GB200 NVL72 集群", size=3) < 0.25

@@ -12,7 +12,8 @@ from .. import collectives as C, topology as T
 from ..units import fmt_bw, fmt_bytes, fmt_time
 
 __all__ = ["TOPOLOGIES", "KIND_LABELS", "draw_collective", "collective_explorer",
-           "collective_slider_figure", "sweep", "SLICES", "route", "draw_slice", "slice_explorer"]
+           "collective_slider_figure", "sweep", "SLICES", "route", "draw_slice", "slice_explorer", "FAMILIES", "family_topology",
+           "draw_collective_sized", "collective_size_explorer"]
 
 #: label -> (topology preset, axes)
 TOPOLOGIES = {
@@ -143,3 +144,64 @@ def slice_explorer():
                      "dst_x": int_slider(3, 0, 15, 1, "目的地 x"),
                      "dst_y": int_slider(3, 0, 15, 1, "目的地 y"),
                      "nbytes": log_slider(1.6e7, 3, 10, 0.25, "字节数")}, draw_slice)
+
+
+# ---- explorer with a topology size control ------------------------------------------------------
+FAMILIES = ("TPU v5e：一根轴", "TPU v5p：整个立方体（三轴）", "H100 集群（胖树）",
+            "H100 集群 + SHARP", "GB200 NVL72 集群")
+
+
+def family_topology(family: str, size: int):
+    """(topology, axes, n_gpus, label) for a family and a size index 1..7 (doubling steps)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; allowed: {', '.join(FAMILIES)}")
+    k = int(size)
+    if not 1 <= k <= 7:
+        raise ValueError(f"size must be 1..7, got {size!r}")
+    if family == FAMILIES[0]:
+        n = 2 ** min(k, 4)
+        return T.TpuSlice("v5e", (n, 16)), ("X",), None, f"v5e 轴长 {n}"
+    if family == FAMILIES[1]:
+        n = 2 ** min(k, 4)
+        return T.TpuSlice("v5p", (n, n, n)), ("X", "Y", "Z"), None, f"v5p {n}×{n}×{n}"
+    if family in (FAMILIES[2], FAMILIES[3]):
+        n = 8 * 2 ** (k - 1)
+        return T.dgx_h100_superpod(sharp=family == FAMILIES[3]), ("X",), n, f"{n} 颗 H100"
+    n = 72 * 2 ** min(k - 1, 3)
+    return T.nvl72_superpod(), ("X",), n, f"{n} 颗 GB200"
+
+
+def draw_collective_sized(kind="all_reduce", family=FAMILIES[0], size=4, nbytes=1e8):
+    """Like ``draw_collective`` but the topology is a family plus a size (slider)."""
+    import matplotlib.pyplot as plt
+
+    if kind in KIND_LABELS:
+        kind = KIND_LABELS[kind]
+    topo, axes, n, label = family_topology(family, size)
+    kw = {"n_gpus": n} if n else {}
+    r = C.collective_time(kind, SIZES, topo, axes, **kw)
+    one = C.collective_time(kind, float(nbytes), topo, axes, **kw)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.loglog(SIZES, r.total, lw=2.2, color="#0072B2", label="模型总时间")
+    ax.loglog(SIZES, r.t_bandwidth, ls="--", color="#009E73", label="带宽项")
+    ax.loglog(SIZES, np.broadcast_to(r.t_latency, SIZES.shape), ls=":", color="#D55E00", label="延迟项")
+    ax.plot([one.nbytes], [one.total], "o", color="#CC79A7", ms=8, zorder=5)
+    ax.set_xlabel("数组大小（字节）")
+    ax.set_ylabel("时间（秒）")
+    ax.set_title(f"{C.KIND_ZH[kind]}：{label}（{one.n_devices} 个设备）", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    extra = f"\n瓶颈层：{one.bottleneck}" if one.bottleneck else ""
+    ax.text(0.98, 0.04, f"{fmt_bytes(one.nbytes)} → {fmt_time(one.total)}\n{one.regime}，"
+            f"有效带宽 {fmt_bw(one.effective_bandwidth)}{extra}", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=8, bbox={"fc": "white", "ec": "0.8"})
+    plt.show()
+    return one
+
+
+def collective_size_explorer():
+    """ipywidgets explorer: collective, topology family, its size, array size."""
+    from . import dropdown, explorer, int_slider, log_slider
+    return explorer({"kind": dropdown(list(KIND_LABELS.items()), "all_reduce", "集合操作"),
+                     "family": dropdown(list(FAMILIES), FAMILIES[0], "拓扑"),
+                     "size": int_slider(4, 1, 7, 1, "规模（每格翻倍）"),
+                     "nbytes": log_slider(1e8, 2, 11, 0.25, "数组字节数")}, draw_collective_sized)

@@ -325,3 +325,73 @@ def generate_speculative(target_params, draft_params, prompt, cfg, n_new, gamma,
             "tokens_per_pass": n / passes,
             # per-token acceptance: accepted drafts / drafts the target actually compared
             "accept_rate": float(acc.sum() / (acc.sum() + np.sum(acc < g)))}
+
+
+# ---- sharded decode on a ('batch', 'model') mesh (sec-07-sharding) ----------------------------
+
+def decode_block_params(B, S, D, F, N, K, H, seed=0) -> dict:
+    """Random weights, a filled KV cache and one token's activations for ``decode_block``:
+    x [B, D], wq [D, N, H], wo [N, H, D], w_in [D, F], w_out [F, D], k/v [B, S, K, H]."""
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, scale=1.0):
+        return (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float32)
+    return {"x": r(B, D), "wq": r(D, N, H, scale=D ** -0.5), "wo": r(N, H, D, scale=(N * H) ** -0.5),
+            "w_in": r(D, F, scale=D ** -0.5), "w_out": r(F, D, scale=F ** -0.5),
+            "k": r(B, S, K, H), "v": r(B, S, K, H)}
+
+
+def decode_block(p):
+    """Unsharded reference: one decode token per sequence through attention over the cache
+    (GQA, G = N/K query heads per KV head) and a Megatron-style MLP; returns [B, D]."""
+    _, jnp = _jax()
+    import jax
+    B, S, K, H = p["k"].shape
+    N = p["wq"].shape[1]
+    q = jnp.einsum("bd,dnh->bnh", p["x"], p["wq"]).reshape(B, K, N // K, H)
+    s = jnp.einsum("bkgh,bskh->bkgs", q, p["k"]) / np.sqrt(H)
+    o = jnp.einsum("bkgs,bskh->bkgh", jax.nn.softmax(s, axis=-1), p["v"]).reshape(B, N, H)
+    y = p["x"] + jnp.einsum("bnh,nhd->bd", o, p["wo"])
+    return y + jax.nn.gelu(y @ p["w_in"]) @ p["w_out"]
+
+
+def sharded_decode_block(mesh, p, batch_axis="batch", model_axis="model"):
+    """``decode_block`` with the book's decode sharding (spec 07, KV-sharding steps 1-6):
+    KV cache [B_Z, S, K_Y, H] stays put; Q heads split over (Y, Z); an AllToAll over Z turns
+    head-sharding into batch-sharding for the local attention and another turns it back; the
+    W_O and MLP partial sums are AllReduced. Returns (out [B, D], jitted function, args)."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    Z, Y = batch_axis, model_axis
+    B, S, K, H = p["k"].shape
+    N = p["wq"].shape[1]
+    nz, ny = mesh.shape[Z], mesh.shape[Y]
+    if K % ny or B % nz or N % (ny * nz) or (N // ny) % nz:
+        raise ValueError(f"need K % {ny} == 0, B % {nz} == 0 and N % {ny * nz} == 0; got "
+                         f"K={K}, B={B}, N={N}")
+    G = N // K
+    specs = {"x": P(), "wq": P(None, (Y, Z), None), "wo": P((Y, Z), None, None),
+             "w_in": P(None, (Y, Z)), "w_out": P((Y, Z), None),
+             "k": P(Z, None, Y, None), "v": P(Z, None, Y, None)}
+    names = list(specs)
+
+    def local(x, wq, wo, w_in, w_out, k, v):
+        jnp = jax.numpy
+        q = jnp.einsum("bd,dnh->bnh", x, wq)                          # [B, N/(YZ), H]
+        q = jax.lax.all_to_all(q, Z, 0, 1, tiled=True)                # [B/Z, N/Y, H]
+        kl = k.shape[2]
+        q = q.reshape(q.shape[0], kl, G, H)                           # [B/Z, K/Y, G, H]
+        s = jnp.einsum("bkgh,bskh->bkgs", q, k) / np.sqrt(H)
+        o = jnp.einsum("bkgs,bskh->bkgh", jax.nn.softmax(s, axis=-1), v)
+        o = o.reshape(o.shape[0], kl * G, H)                          # [B/Z, N/Y, H]
+        o = jax.lax.all_to_all(o, Z, 1, 0, tiled=True)                # [B, N/(YZ), H]
+        y = x + jax.lax.psum(jnp.einsum("bnh,nhd->bd", o, wo), (Y, Z))
+        h = jax.nn.gelu(y @ w_in)                                      # [B, F/(YZ)]
+        return y + jax.lax.psum(h @ w_out, (Y, Z))
+
+    fn = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=tuple(specs[n] for n in names),
+                               out_specs=P(), check_vma=False))
+    args = [jax.device_put(p[n], NamedSharding(mesh, specs[n])) for n in names]
+    with jax.set_mesh(mesh):
+        out = fn(*args)
+    return out, fn, args

@@ -101,3 +101,18 @@ def test_unstacked_step_is_the_same_model(params, prompt):
     lg, nk, _ = kv_decode.decode_step_fn(CFG)(p, ks, vs, tok, jnp.asarray(5))
     np.testing.assert_allclose(np.asarray(lg), np.asarray(ref), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(nk[1]), np.asarray(ref_cache["k"][1]), atol=1e-6)
+
+
+def test_sharded_decode_block_matches_and_uses_two_all_to_alls():
+    from scaling_lib import hlo
+    mesh = devices.mesh((2, 4), ("batch", "model"), explicit=False)
+    p = kv_decode.decode_block_params(B=8, S=32, D=128, F=256, N=16, K=4, H=16)
+    ref = np.asarray(jax.jit(kv_decode.decode_block)(p))
+    out, fn, args = kv_decode.sharded_decode_block(mesh, p)
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-4)
+    with jax.set_mesh(mesh):
+        counts = hlo.count_collectives(fn.lower(*args).compile().as_text())
+    assert counts.get("all-to-all") == 2 and counts.get("all-reduce") == 2
+    assert "all-gather" not in counts                     # the KV cache never moves
+    with pytest.raises(ValueError, match="need K"):
+        kv_decode.sharded_decode_block(mesh, kv_decode.decode_block_params(8, 4, 32, 64, 6, 3, 8))

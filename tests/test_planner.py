@@ -149,3 +149,35 @@ def test_pipeline_bubble_in_step():
     assert b.bubble == pytest.approx(3 / 7) and c.bubble == pytest.approx(3 / 35)
     assert c.step_time < b.step_time
     assert math.isfinite(a.step_time)
+
+
+def test_widget_updates_under_100ms():
+    import contextlib
+    import io
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib.widgets import time_update, training as wt
+    with contextlib.redirect_stdout(io.StringIO()):
+        wt.draw_planner()                                   # warm caches and fonts
+        times = {
+            "planner": time_update(wt.draw_planner),
+            "planner MoE": time_update(wt.draw_planner, model="Mixtral-8x7B", log2_chips=8,
+                                       log2_batch=20),
+            "planner 2 pods": time_update(wt.draw_planner, model="LLaMA-3.1-405B", log2_chips=14,
+                                          log2_batch=24),
+            "roofline": time_update(wt.draw_training_roofline, n_fsdp=1024, n_tp=4),
+            "llama": time_update(wt.draw_llama_plan, n_pods=4),
+        }
+    slow = {k: v for k, v in times.items() if v >= 0.1}
+    assert not slow, slow
+
+
+def test_widgets_build_and_twin_figure():
+    from scaling_lib.widgets import training as wt
+    for make in (wt.planner_explorer, wt.roofline_explorer, wt.llama_explorer):
+        assert make() is not None
+    fig = wt.training_roofline_figure("v5p", 4096, 8192, 32768)
+    assert len(fig.layout.sliders[0].steps) == 13                  # 4096×1 ... 1×4096
+    assert fig.layout.sliders[0].active == 3                        # default 512 × 8
+    with pytest.raises(ValueError):
+        wt.splits(4000)

@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from scaling_lib import models, training as tr
+from scaling_lib import devices, models, training as tr
+
+devices.setup(8)     # before anything imports jax: the proof below needs 8 simulated devices
 
 V5P = "v5p"
 L70 = models.get("llama3-70b")
@@ -268,8 +270,6 @@ def test_evaluate_bad_degrees():
 # ---- the proof on 8 devices (slow: ~30 s on a loaded 2-core machine) -------------------------
 
 def test_sharded_step_matches_unsharded_and_hlo():
-    from scaling_lib import devices
-    devices.setup(8)
     import jax
     assert len(jax.devices("cpu")) >= 8
     res = {r["kind"]: r for r in tr.sharded_step_check()}

@@ -84,7 +84,7 @@ EXERCISES = [
              explain="解码时强度约为 G（比如 8），远低于 240：永远卡在带宽上。"),
     Exercise("4.5", "t_equal", "number", lambda: float(tr.qkvo_equals_attention_seq_len(4096)),
              rtol=0.01, unit="token",
-             hints=((4.0, "T = 8D 是点积注意力追上 QKVO 加 MLP 的地方；这里只和 QKVO 比。"),),
+             hints=((4.0, "T = 8D 是点积注意力追上 QKVO 加 FFN 的地方；这里只和 QKVO 比。"),),
              explain="24BTDNH = 12BT²NH ⇒ T = 2D = 8192。"),
     Exercise("4.6", "dots_extra", "number",
              lambda: float(tr.remat_extra_fraction(_mha(8192, 1), 8192)), rtol=0.05,

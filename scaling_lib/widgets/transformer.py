@@ -19,13 +19,13 @@ __all__ = ["PART_LABELS", "FLOP_LABELS", "build_config", "accountant_text", "dra
 #: Chinese labels of params_by_part keys, merged into the bars' groups.
 PART_LABELS = {"embedding": "嵌入", "pos_embedding": "嵌入", "attn_q": "注意力 QKVO",
                "attn_k": "注意力 QKVO", "attn_v": "注意力 QKVO", "attn_o": "注意力 QKVO",
-               "mlp": "MLP（专家）", "router": "MLP（专家）", "norms": "归一化与偏置",
+               "mlp": "FFN（专家）", "router": "FFN（专家）", "norms": "归一化与偏置",
                "biases": "归一化与偏置", "unembedding": "反嵌入"}
-FLOP_LABELS = {"attn_qkvo": "QKVO 投影", "attn_core": "点积注意力", "mlp": "MLP",
+FLOP_LABELS = {"attn_qkvo": "QKVO 投影", "attn_core": "点积注意力", "mlp": "FFN",
                "router": "路由器", "unembed": "反嵌入"}
-_COLORS = {"嵌入": "#999999", "注意力 QKVO": "#0072B2", "MLP（专家）": "#E69F00",
+_COLORS = {"嵌入": "#999999", "注意力 QKVO": "#0072B2", "FFN（专家）": "#E69F00",
            "归一化与偏置": "#CC79A7", "反嵌入": "#56B4E9", "QKVO 投影": "#0072B2",
-           "点积注意力": "#D55E00", "MLP": "#E69F00", "路由器": "#F0E442"}
+           "点积注意力": "#D55E00", "FFN": "#E69F00", "路由器": "#F0E442"}
 CUSTOM = "自定义（基于 LLaMA-3-8B）"
 
 
@@ -90,7 +90,7 @@ def draw_accountant(preset="LLaMA-3-8B", d_model=4096, d_ff=14336, n_layers=32, 
     inactive = cfg.params() - cfg.active_params()
     left = np.zeros(2)
     for g, v in groups.items():
-        widths = np.array([v - inactive if g.startswith("MLP") else v, v]) / 1e9
+        widths = np.array([v - inactive if g.startswith("FFN") else v, v]) / 1e9
         ax1.barh([0, 1], widths, left=left, color=_COLORS[g], label=g)
         left += widths
     ax1.set_yticks([0, 1], ["激活", "总计"])
@@ -131,7 +131,7 @@ def accountant(preset: str = "LLaMA-3-8B"):
         "n_kv_heads": int_slider(base.n_kv_heads, 1, 256, 1, "K（KV 头）"),
         "d_head": int_slider(base.d_head, 16, 512, 16, "H（头维度）"),
         "vocab": int_slider(base.vocab, 1000, 262144, 1000, "V（词表）"),
-        "gated": toggle([("门控 MLP", True), ("普通 MLP", False)], base.gated_mlp, ""),
+        "gated": toggle([("门控 FFN", True), ("普通 FFN", False)], base.gated_mlp, ""),
         "tied": toggle([("独立反嵌入", False), ("共享嵌入", True)], base.tied_embeddings, ""),
         "n_experts": int_slider(base.n_experts, 1, 256, 1, "E（专家数）"),
         "top_k": int_slider(base.top_k, 1, 16, 1, "k（每 token 专家）"),
@@ -248,7 +248,7 @@ def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len
     t_mlp = float(tr.mlp_time(cfg, b * t, chip))
     ss = np.logspace(8, 20, 40, base=2)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.2), gridspec_kw={"width_ratios": [1, 1.5]})
-    ax1.bar(["点积注意力", "MLP"], [t_att * 1e6, t_mlp * 1e6], color=["#D55E00", "#E69F00"])
+    ax1.bar(["点积注意力", "FFN"], [t_att * 1e6, t_mlp * 1e6], color=["#D55E00", "#E69F00"])
     ax1.set_ylabel("每层耗时（µs，Roofline 下界）")
     ax1.set_title(f"{chip.name}，{'预填充' if phase == 'prefill' else '解码'}，S = {int(S)}")
     ts = ss if phase == "prefill" else np.ones_like(ss)
@@ -263,7 +263,7 @@ def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len
     if show:
         plt.show()
         ratio = float(tr.attention_to_matmul_ratio(S, cfg)) if phase == "prefill" else float("nan")
-        print(f"注意力/MLP 时间 = {t_att / t_mlp:.3g}；注意力强度 = "
+        print(f"注意力/FFN 时间 = {t_att / t_mlp:.3g}；注意力强度 = "
               f"{float(tr.attention_arithmetic_intensity(t, S, group)):.3g} FLOPs/字节"
               + (f"；注意力/矩阵乘 FLOPs = {ratio:.3g}（T/8D）" if phase == "prefill" else ""))
     return t_att, t_mlp

@@ -122,7 +122,7 @@ def draw_batch(chip="TPU v5e", mode="bf16（全部）", D=4096, F=4096, B_max=20
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("批次大小 B（token）")
-    ax.set_ylabel("时间（µs）")
+    ax.set_ylabel("耗时（µs）")
     ax.set_title(f"{chip.name}：X[B,{D}]·W[{D},{F}]")
     ax.legend(fontsize=8)
     return bstar

@@ -289,3 +289,14 @@ def test_sized_collective_explorer():
     with pytest.raises(ValueError, match="1..7"):
         wc.family_topology("TPU v5e：一根轴", 9)
     assert time_update(wc.draw_collective_sized, kind="all_to_all", family="GB200 NVL72 集群", size=3) < 0.25
+
+
+def test_sized_explorer_inner_sharding():
+    import matplotlib
+    matplotlib.use("Agg")
+    from scaling_lib.widgets import collectives as wc
+    V = 2 * 8192 * 32768
+    r = wc.draw_collective_sized("all_gather", "H100 集群（胖树）", 6, V, inner=16)   # 256 GPUs
+    assert r.total == pytest.approx(C.sharded_allgather_time(V, 16))
+    with pytest.raises(ValueError, match="GPU"):
+        wc.draw_collective_sized("all_gather", "TPU v5e：一根轴", 3, V, inner=4)

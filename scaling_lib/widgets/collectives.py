@@ -171,14 +171,21 @@ def family_topology(family: str, size: int):
     return T.nvl72_superpod(), ("X",), n, f"{n} 颗 GB200"
 
 
-def draw_collective_sized(kind="all_reduce", family=FAMILIES[0], size=4, nbytes=1e8):
-    """Like ``draw_collective`` but the topology is a family plus a size (slider)."""
+def draw_collective_sized(kind="all_reduce", family=FAMILIES[0], size=4, nbytes=1e8, inner=1):
+    """Like ``draw_collective`` but the topology is a family plus a size (slider). ``inner``:
+    GPU trees only, the array is already sharded that many ways over an inner axis (F22)."""
     import matplotlib.pyplot as plt
 
     if kind in KIND_LABELS:
         kind = KIND_LABELS[kind]
     topo, axes, n, label = family_topology(family, size)
-    kw = {"n_gpus": n} if n else {}
+    kw = {"n_gpus": n, "inner": int(inner)} if n else {}
+    if int(inner) > 1 and not n:
+        raise ValueError("内层分片（inner）只对 GPU 胖树有意义；TPU 轴请把数组大小直接除以分片数")
+    if kind == "all_to_all" and int(inner) > 1:
+        raise ValueError("内层分片只用于 AllGather/ReduceScatter/AllReduce")
+    if kind == "all_to_all":
+        kw.pop("inner", None)
     r = C.collective_time(kind, SIZES, topo, axes, **kw)
     one = C.collective_time(kind, float(nbytes), topo, axes, **kw)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -188,7 +195,8 @@ def draw_collective_sized(kind="all_reduce", family=FAMILIES[0], size=4, nbytes=
     ax.plot([one.nbytes], [one.total], "o", color="#CC79A7", ms=8, zorder=5)
     ax.set_xlabel("数组大小（字节）")
     ax.set_ylabel("时间（秒）")
-    ax.set_title(f"{C.KIND_ZH[kind]}：{label}（{one.n_devices} 个设备）", fontsize=9)
+    ax.set_title(f"{C.KIND_ZH[kind]}：{label}（{one.n_devices} 个设备"
+                 + (f"，内层已分片 {int(inner)} 路" if int(inner) > 1 else "") + "）", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     extra = f"\n瓶颈层：{one.bottleneck}" if one.bottleneck else ""
     ax.text(0.98, 0.04, f"{fmt_bytes(one.nbytes)} → {fmt_time(one.total)}\n{one.regime}，"
@@ -204,4 +212,6 @@ def collective_size_explorer():
     return explorer({"kind": dropdown(list(KIND_LABELS.items()), "all_reduce", "集合操作"),
                      "family": dropdown(list(FAMILIES), FAMILIES[0], "拓扑"),
                      "size": int_slider(4, 1, 7, 1, "规模（每格翻倍）"),
-                     "nbytes": log_slider(1e8, 2, 11, 0.25, "数组字节数")}, draw_collective_sized)
+                     "nbytes": log_slider(1e8, 2, 11, 0.25, "数组字节数"),
+                     "inner": dropdown([1, 2, 4, 8, 16, 32, 64], 1, "内层已分片 Y（GPU）")},
+                    draw_collective_sized)

@@ -1323,7 +1323,8 @@ def sharded_step_check(kinds=STRATEGY_KINDS, cfg=None, batch: int = 16, seq_len:
     (a sharding constraint that drops X) just before use. TP: Megatron layout over Y (heads and
     d_ff split). FSDP+TP: both, on a 4×2 mesh. Returns one dict per strategy with the loss,
     the reference loss, the largest gradient difference, the collectives XLA inserted (from
-    the compiled HLO) and whether they satisfy ``expected_collectives``.
+    the compiled HLO), whether they satisfy ``expected_collectives``, and the input bytes each
+    device holds (``compiled.memory_analysis()``) beside the unsharded parameter bytes.
     ``fast_compile`` turns off XLA's backend optimisations (the SPMD partitioner, which inserts
     the collectives, runs either way).
     """
@@ -1376,10 +1377,17 @@ def sharded_step_check(kinds=STRATEGY_KINDS, cfg=None, batch: int = 16, seq_len:
         err = max(float(jnp.max(jnp.abs(a - b)))
                   for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_grads)))
         found = count_collectives(comp.as_text())
+        try:    # bytes of the inputs (params + tokens) that each device holds
+            arg_bytes = int(comp.memory_analysis().argument_size_in_bytes)
+        except Exception:  # memory_analysis is not available on every backend
+            arg_bytes = None
         exp = expected_collectives(kind, n_weights if kind in ("fsdp", "fsdp_tp") else None)
         ok = all((found.get(c, 0) >= lo) and (hi is None or found.get(c, 0) <= hi)
                  for c, (lo, hi) in exp.items())
         out.append({"kind": kind, "mesh": mesh_dict, "loss": float(l),
                     "ref_loss": float(ref_loss), "max_grad_err": err, "grad_scale": scale,
-                    "collectives": found, "expected": exp, "hlo_ok": bool(ok)})
+                    "collectives": found, "expected": exp, "hlo_ok": bool(ok),
+                    "arg_bytes_per_device": arg_bytes,
+                    "param_bytes": int(sum(x.size * x.dtype.itemsize
+                                           for x in jax.tree.leaves(params)))})
     return out

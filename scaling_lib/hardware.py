@@ -1,7 +1,7 @@
 """Accelerator catalogue: one frozen ``Chip`` per TPU/GPU the book uses, and ``get(name)``.
 
 Units: SI (FLOPs/s, bytes, bytes/s, seconds, USD per chip-hour).
-Book: sec-01-critical-intensity (第1章), sec-02-specs (第2章), sec-12-specs (第12章).
+Book: sec-01-intensity (第1章), sec-02-specs (第2章), sec-12-specs (第12章).
 Values follow ../shared/spec/CANON.md §1 (the book's latest text, corrected where the specs flag
 an error); each entry names its source. Bandwidth direction is explicit in the field name:
 ``*_1way`` is per direction, ``ici_bw_bidi`` is both directions of one link (the book's W_ici).

@@ -35,8 +35,10 @@ Public functions:
   ``layer_forward``; ``layer_params(params, i)`` slices layer i.
 * ``loss_fn(params, tokens, cfg, remat=None)``: mean next-token cross-entropy.
 * ``remat`` is None/'none' (save everything), 'dots' (save matmul outputs:
-  ``dots_with_no_batch_dims_saveable``) or 'block' (save nothing inside a layer: the layer input
-  only), applied with ``jax.checkpoint`` around each layer.
+  ``dots_with_no_batch_dims_saveable``), 'names' (save only the arrays tagged with
+  ``checkpoint_name``: the attention output 'attn_out' and the FFN hidden 'ffn_hidden') or
+  'block' (save nothing inside a layer: the layer input only), applied with ``jax.checkpoint``
+  around each layer.
 * ``xla_flops(f, *args)``: FLOPs that XLA's ``cost_analysis()`` reports for ``jax.jit(f)``.
 """
 from __future__ import annotations
@@ -45,6 +47,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
 
 from .transformer import TransformerConfig
 
@@ -55,7 +58,9 @@ __all__ = ["check_supported", "init_params", "param_count", "param_shapes", "par
 
 ROPE_THETA = 10_000.0
 NORM_EPS = 1e-6
-REMAT_POLICY_NAMES = ("none", "dots", "block")
+REMAT_POLICY_NAMES = ("none", "dots", "names", "block")
+#: arrays tagged with jax.ad_checkpoint.checkpoint_name; the 'names' policy saves exactly these
+SAVED_NAMES = ("attn_out", "ffn_hidden")
 
 
 def check_supported(cfg: TransformerConfig) -> TransformerConfig:
@@ -196,7 +201,8 @@ def attention_block(lp: dict, x, cfg: TransformerConfig, positions, k_cache=None
     logits = jnp.where(mask, logits.astype(jnp.float32), -jnp.inf)
     probs = jax.nn.softmax(logits, axis=-1).astype(x.dtype)
     o = jnp.einsum("bkgts,bskh->btkgh", probs, v_all).reshape(B, T, K * G, H)
-    return jnp.einsum("btnh,nhd->btd", o, lp["wo"]), k_cache, v_cache
+    out = jnp.einsum("btnh,nhd->btd", o, lp["wo"])
+    return checkpoint_name(out, "attn_out"), k_cache, v_cache
 
 
 def mlp_block(lp: dict, x, cfg: TransformerConfig):
@@ -206,6 +212,7 @@ def mlp_block(lp: dict, x, cfg: TransformerConfig):
         h = jax.nn.silu(jnp.einsum("btd,df->btf", x, lp["w_gate"])) * up
     else:
         h = jax.nn.gelu(up)
+    h = checkpoint_name(h, "ffn_hidden")
     return jnp.einsum("btf,fd->btd", h, lp["w_down"])
 
 
@@ -225,6 +232,8 @@ def remat_policy(remat):
         return None
     if remat == "dots":
         return jax.checkpoint_policies.dots_with_no_batch_dims_saveable
+    if remat == "names":
+        return jax.checkpoint_policies.save_only_these_names(*SAVED_NAMES)
     if remat == "block":
         return jax.checkpoint_policies.nothing_saveable
     raise ValueError(f"remat must be one of {REMAT_POLICY_NAMES} or None, got {remat!r}")

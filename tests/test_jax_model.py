@@ -69,7 +69,7 @@ def test_kv_cache_decode_matches_forward():
     assert g.shape == (2, 3)
 
 
-@pytest.mark.parametrize("remat", ["dots", "block"])
+@pytest.mark.parametrize("remat", ["dots", "names", "block"])
 def test_remat_same_grads(remat):
     cfg = CFGS["gqa"]
     p = jm.init_params(cfg, jax.random.key(3))

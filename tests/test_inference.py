@@ -440,3 +440,16 @@ def test_plotly_steps():
     assert len(steps[0][1][0]["x"]) == 554 and len(steps[1][1][0]["x"]) == 138
     br = wi.latency_breakdown_steps(L70, [4096])
     assert [t["name"] for t in br[0][1]][:4] == ["权重读取", "KV 缓存读取", "MLP 计算", "总耗时"]
+
+
+def test_disagg_widget(capsys):
+    from scaling_lib.widgets import time_update, inference as wi
+    assert time_update(wi.draw_disagg) < 0.1
+    r = wi.draw_disagg(prompt_len=8192, decode_len=512, mfu=0.4, prefill_chips=16, batch=32,
+                       decode_chips=8)
+    t_pre = inf.prefill_time(L70, 8192, 16, V5E, mfu=0.4)
+    st = inf.decode_step_time(L70, 32, 8192 + 512, 8, V5E, "int8", "int8")
+    assert r == pytest.approx(32 * t_pre / (float(st.total_s) * 512))
+    assert "544" in capsys.readouterr().out                   # 32 * (8192 + 512) / 512
+    with pytest.raises(ValueError, match="needs"):
+        wi.draw_disagg(batch=128, decode_chips=8)

@@ -13,7 +13,8 @@ from .. import hardware, inference
 from ..units import fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["MODELS", "CHIPS", "serving_model", "draw_serving", "serving_explorer",
-           "draw_pareto", "pareto_explorer", "latency_breakdown_steps", "pareto_steps"]
+           "draw_pareto", "pareto_explorer", "latency_breakdown_steps", "pareto_steps",
+           "draw_disagg", "disagg_explorer"]
 
 #: label -> (preset name or ServedModel, params override)
 MODELS = {
@@ -191,3 +192,46 @@ def latency_breakdown_steps(model, contexts, n_chips=16, chip="TPU v5e", weights
                    "line": {"color": "#CC79A7", "dash": "dash"}})
         steps.append((f"{int(s)}", tr))
     return steps
+
+
+# ---- disaggregation calculator (sec-08-prefill) ---------------------------------------------
+
+def draw_disagg(prompt_len=8192, decode_len=512, mfu=0.4, prefill_chips=16, batch=32,
+                decode_chips=8, model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e"):
+    """Prefill time, decode step, the prefill:decode server ratio and the KV eviction rate of a
+    disaggregated deployment; a bar chart of the work one request needs from each pool."""
+    import matplotlib.pyplot as plt
+
+    m = serving_model(model)
+    t_pre = float(inference.prefill_time(m, int(prompt_len), int(prefill_chips), chip, mfu=float(mfu)))
+    st = inference.decode_step_time(m, int(batch), int(prompt_len) + int(decode_len), int(decode_chips),
+                                    chip, "int8", "int8")
+    t_step = float(st.total_s)
+    ratio = float(inference.prefill_decode_ratio(t_pre, t_step, int(batch), int(decode_len)))
+    evict = float(inference.kv_evictions_per_step(int(batch), int(prompt_len), int(decode_len)))
+    kv_gb = float(inference.kv_bytes_per_seq(m, int(prompt_len), "int8")) / 1e9
+    fig, ax = plt.subplots(figsize=(6.4, 2.4))
+    per_req_pre = t_pre * int(prefill_chips)                       # chip-seconds per request
+    per_req_dec = t_step * int(decode_len) * int(decode_chips) / int(batch)
+    ax.barh(["预填充", "解码"], [per_req_pre, per_req_dec], color=["#0072B2", "#D55E00"])
+    ax.set_xlabel("每个请求占用的芯片·秒")
+    plt.show()
+    print(f"预填充 {fmt_time(t_pre)}（{int(prefill_chips)} 颗），解码每步 {fmt_time(t_step)}"
+          f"（{int(decode_chips)} 颗，B = {int(batch)}）\n"
+          f"预填充服务器 : 解码服务器 ≈ {ratio:.2f} : 1；每步逐出 {evict:.0f} 个 token 的 KV；"
+          f"每个请求要传 {kv_gb:.2f} GB 的 int8 KV 缓存")
+    return ratio
+
+
+def disagg_explorer():
+    """Disaggregation calculator: prompt and decode length, MFU, chips per pool, decode batch."""
+    from . import explorer, float_slider, int_slider, log_slider
+    controls = {
+        "prompt_len": log_slider(8192, 9, 15, 0.5, "提示词长度（token）", base=2, fmt=".0f"),
+        "decode_len": log_slider(512, 5, 12, 0.5, "生成长度（token）", base=2, fmt=".0f"),
+        "mfu": float_slider(0.4, 0.1, 0.9, 0.05, "预填充 MFU"),
+        "prefill_chips": int_slider(16, 4, 64, 4, "预填充芯片数"),
+        "batch": int_slider(32, 1, 128, 1, "解码批大小 B"),
+        "decode_chips": int_slider(8, 8, 64, 8, "解码芯片数"),
+    }
+    return explorer(controls, draw_disagg)

@@ -86,7 +86,7 @@ def matmul_flops(B, D, F, exact: bool = False):
 
 
 def matmul_bytes(B, D, F, x: str = "bf16", w: str = "bf16", out: str = "bf16"):
-    """Bytes moved by X[B,D]·W[D,F] -> Z[B,F]: read X, read W, write Z. Book: eq-01-matmul-bytes."""
+    """Bytes moved by X[B,D]·W[D,F] -> Z[B,F]: read X, read W, write Z. Book: eq-01-matmul-flops."""
     b, d, f = check_positive("B", B), check_positive("D", D), check_positive("F", F)
     return _scalar_or_array(dtype_bytes(x) * b * d + dtype_bytes(w) * d * f + dtype_bytes(out) * b * f)
 

@@ -167,6 +167,7 @@ def test_widget_updates_under_100ms():
                                           log2_batch=24),
             "roofline": time_update(wt.draw_training_roofline, n_fsdp=1024, n_tp=4),
             "llama": time_update(wt.draw_llama_plan, n_pods=4),
+            "regime": time_update(wt.draw_regime_map, chip="TPU v5e", mx_my=1),
         }
     slow = {k: v for k, v in times.items() if v >= 0.1}
     assert not slow, slow
@@ -174,10 +175,17 @@ def test_widget_updates_under_100ms():
 
 def test_widgets_build_and_twin_figure():
     from scaling_lib.widgets import training as wt
-    for make in (wt.planner_explorer, wt.roofline_explorer, wt.llama_explorer):
+    for make in (wt.planner_explorer, wt.roofline_explorer, wt.llama_explorer, wt.regime_explorer):
         assert make() is not None
     fig = wt.training_roofline_figure("v5p", 4096, 8192, 32768)
     assert len(fig.layout.sliders[0].steps) == 13                  # 4096×1 ... 1×4096
     assert fig.layout.sliders[0].active == 3                        # default 512 × 8
     with pytest.raises(ValueError):
         wt.splits(4000)
+
+
+def test_regime_map_boundary_is_mixed_bound():
+    from scaling_lib.widgets import training as wt
+    r = wt.regime_map(28672, "TPU v5p", 2, tpc=[400.0, 460.0], chips=[8192.0])
+    assert r["ratio"][0, 0] < 1 < r["ratio"][0, 1]             # 453.6 tokens/chip (P6.9)
+    assert r["names"][r["best"][0, 1]] == "FSDP + TP"

@@ -15,7 +15,7 @@ from .. import hardware, models, training as tr
 from ..units import fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["splits", "roofline_curves", "draw_training_roofline", "training_roofline_figure",
-           "draw_llama_plan", "llama_explorer",
+           "draw_llama_plan", "llama_explorer", "regime_map", "draw_regime_map", "regime_explorer",
            "roofline_explorer", "draw_planner", "planner_explorer", "MODEL_CHOICES",
            "CHIP_CHOICES", "strategy_time_curves"]
 
@@ -292,6 +292,63 @@ def llama_explorer():
 
     def draw(**kw):
         draw_llama_plan(**kw)
+        plt.show()
+
+    return explorer(controls, draw)
+
+
+def regime_map(d_ff=28672, chip="TPU v5p", mx_my=2, tpc=None, chips=None) -> dict:
+    """Best achievable T_math/T_comms over (tokens per chip, chip count) among pure FSDP on all
+    torus axes, pure TP over all chips and optimal FSDP+TP (chapter 6's regime map)."""
+    c = hardware.get(chip)
+    if c.family != "tpu":
+        raise ValueError(f"the regime map uses TPU torus axes; {c.name} is a {c.family}")
+    tpc = np.geomspace(10, 1e4, 80) if tpc is None else np.asarray(tpc, dtype=float)
+    chips = np.geomspace(64, 65536, 60) if chips is None else np.asarray(chips, dtype=float)
+    T, N = np.meshgrid(tpc, chips)
+    axes = len(c.pod_shape)
+    fsdp = T / tr.dp_min_tokens_per_chip(c, axes)
+    tp = axes * d_ff / (tr.alpha(c) * N)
+    mixed = tr.mixed_compute_comm_ratio(T * N, N, d_ff, c, mx_my)
+    stack = np.stack([fsdp, tp, mixed])
+    return {"tpc": tpc, "chips": chips, "ratio": stack.max(axis=0), "best": stack.argmax(axis=0),
+            "names": ("纯 FSDP", "纯 TP", "FSDP + TP")}
+
+
+def draw_regime_map(d_ff=28672, chip="TPU v5p", mx_my=2, ax=None):
+    """Heat map of the best compute/comms ratio; the contour at 1 separates compute-bound runs."""
+    import matplotlib.pyplot as plt
+
+    r = regime_map(d_ff, chip, mx_my)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.6, 4.0))
+    im = ax.pcolormesh(r["tpc"], r["chips"], np.log10(r["ratio"]), cmap="RdBu", vmin=-1.5, vmax=1.5,
+                       shading="auto")
+    ax.contour(r["tpc"], r["chips"], r["ratio"], levels=[1.0], colors="k", linewidths=1.2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("每芯片 token 数 B/N")
+    ax.set_ylabel("芯片数 N")
+    cb = plt.colorbar(im, ax=ax)
+    cb.set_label("最佳 计算/通信 之比（log10；蓝色计算受限）")
+    ax.set_title(f"{hardware.get(chip).name}，F = {d_ff:,}，M_X·M_Y = {mx_my}：黑线右侧能计算受限",
+                 fontsize=9)
+    return r
+
+
+def regime_explorer():
+    """Chapter 6 regime map widget: F, chip and M_X·M_Y -> the compute-bound region."""
+    import matplotlib.pyplot as plt
+    from . import dropdown, explorer, int_slider
+
+    controls = {
+        "d_ff": int_slider(28672, 4096, 65536, 1024, "F"),
+        "chip": dropdown(["TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"], "TPU v5p", "芯片"),
+        "mx_my": dropdown([1, 2], 2, "M_X·M_Y"),
+    }
+
+    def draw(**kw):
+        draw_regime_map(**kw)
         plt.show()
 
     return explorer(controls, draw)

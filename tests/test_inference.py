@@ -453,3 +453,12 @@ def test_disagg_widget(capsys):
     assert "544" in capsys.readouterr().out                   # 32 * (8192 + 512) / 512
     with pytest.raises(ValueError, match="needs"):
         wi.draw_disagg(batch=128, decode_chips=8)
+
+
+def test_intensity_widget(capsys):
+    from scaling_lib.widgets import time_update, inference as wi
+    assert time_update(wi.draw_intensity) < 0.1
+    wi.draw_intensity(S=8192, T=8192, G=1)
+    assert "计算受限" in capsys.readouterr().out           # prefill T/2 = 4096 > 240
+    wi.draw_intensity(S=8192, T=1, G=8)
+    assert "内存带宽受限" in capsys.readouterr().out

@@ -14,7 +14,7 @@ from ..units import fmt_bytes, fmt_num, fmt_time
 
 __all__ = ["MODELS", "CHIPS", "serving_model", "draw_serving", "serving_explorer",
            "draw_pareto", "pareto_explorer", "latency_breakdown_steps", "pareto_steps",
-           "draw_disagg", "disagg_explorer"]
+           "draw_disagg", "disagg_explorer", "draw_intensity", "intensity_explorer"]
 
 #: label -> (preset name or ServedModel, params override)
 MODELS = {
@@ -235,3 +235,50 @@ def disagg_explorer():
         "decode_chips": int_slider(8, 8, 64, 8, "解码芯片数"),
     }
     return explorer(controls, draw_disagg)
+
+
+# ---- intensity explorer (sec-07-attention) --------------------------------------------------
+
+def draw_intensity(S=8192, T=1, G=8, chip="TPU v5e", D=8192, F=28672):
+    """Left: attention intensity S·T·G/(S + T·G) against T for the chosen S and G, with the
+    chip's ridge C/W; right: the linear layer's exact intensity against B with B_crit marked."""
+    import matplotlib.pyplot as plt
+    from .. import roofline
+
+    c = hardware.get(chip)
+    ridge = c.critical_intensity()
+    s, t, g = float(S), float(T), float(G)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.6, 3.4))
+    ts = np.logspace(0, np.log10(max(s, 2)), 80)
+    ax.plot(ts, inference.attention_intensity(s, ts, g), label=f"注意力（S = {int(s)}，G = {int(g)}）")
+    ax.axhline(ridge, color="k", ls="--", lw=1, label=f"{c.name} 临界强度 {ridge:.0f}")
+    here = float(inference.attention_intensity(s, t, g))
+    ax.scatter([t], [here], color="#CC79A7", zorder=5)
+    ax.set_xscale("log"), ax.set_yscale("log")
+    ax.set_xlabel("查询 token 数 T"), ax.set_ylabel("算术强度（FLOPs/字节）")
+    ax.legend(fontsize=7)
+    bs = np.logspace(0, 4, 120)
+    ax2.plot(bs, roofline.matmul_intensity(bs, D, F), label=f"线性层 D = {int(D)}，F = {int(F)}")
+    ax2.axhline(ridge, color="k", ls="--", lw=1)
+    b_exact = float(roofline.critical_batch(c, D=D, F=F))
+    ax2.axvline(inference.critical_batch(c), color="0.5", ls=":", label="近似 B_crit = C/W")
+    if np.isfinite(b_exact):
+        ax2.axvline(b_exact, color="#D55E00", ls=":", label=f"精确 B* = {b_exact:.0f}")
+    ax2.set_xscale("log"), ax2.set_yscale("log")
+    ax2.set_xlabel("批大小 B（token）"), ax2.set_ylabel("算术强度（FLOPs/字节）")
+    ax2.legend(fontsize=7)
+    plt.show()
+    bound = "计算受限" if here >= ridge else "内存带宽受限"
+    print(f"这次注意力的强度 {here:.3g} FLOPs/字节，{c.name} 的临界强度 {ridge:.0f}：{bound}")
+
+
+def intensity_explorer():
+    """Sliders for S, T, G and a chip menu."""
+    from . import dropdown, explorer, log_slider
+    controls = {
+        "S": log_slider(8192, 7, 17, 0.5, "缓存长度 S", base=2, fmt=".0f"),
+        "T": log_slider(1, 0, 14, 0.5, "查询长度 T", base=2, fmt=".0f"),
+        "G": dropdown([1, 2, 4, 8, 16], 8, "每个 KV 头的查询头数 G"),
+        "chip": dropdown(CHIPS, "TPU v5e", "芯片"),
+    }
+    return explorer(controls, draw_intensity)

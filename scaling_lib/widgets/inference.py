@@ -61,7 +61,7 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
     if bc <= bs[-1]:
         ax.axvspan(bc, bs[-1], color="#009E73", alpha=0.08, lw=0)
     ax.set_xscale("log"), ax.set_yscale("log")
-    ax.set_xlabel("批大小 B（序列数）"), ax.set_ylabel("每个解码步的时间（ms）")
+    ax.set_xlabel("批次大小 B（序列数）"), ax.set_ylabel("每个解码步的时间（ms）")
     ax.legend(fontsize=7, loc="upper left")
     hbm = c.hbm_bytes / 1e9
     p_chip = m.params * inference.bytes_per_elem(weights) / n / 1e9
@@ -80,7 +80,7 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
           f"{fmt_time(float(st.flops_s))}, 权重 {fmt_time(float(st.param_s))})），{regime}\n"
           f"吞吐 {fmt_num(float(st.tokens_per_s))} token/s，每芯片 {fmt_num(tpc)} token/s{cost}\n"
           f"显存 {fmt_bytes(float(st.memory_bytes))} / {fmt_bytes(float(st.hbm_bytes))}，"
-          f"最大批 {bmax}；临界批大小 {bc:.0f}")
+          f"最大批 {bmax}；临界批次大小 {bc:.0f}")
     return st
 
 
@@ -94,7 +94,7 @@ def serving_explorer(model="LLaMA 3-70B（P 取 70e9）"):
         "n_chips": w.SelectionSlider(options=list(inference.V5E_SLICES), value=16,
                                      description="芯片数", continuous_update=False,
                                      style={"description_width": "initial"}),
-        "batch": log_slider(32, 0, 10, 0.25, "批大小 B", base=2, fmt=".0f"),
+        "batch": log_slider(32, 0, 10, 0.25, "批次大小 B", base=2, fmt=".0f"),
         "seq_len": log_slider(8192, 9, 17, 0.5, "上下文 S（token）", base=2, fmt=".0f"),
         "weights": dropdown(["bf16", "int8", "int4"], "int8", "权重类型"),
         "kv": dropdown(["bf16", "int8", "int4"], "int8", "KV 类型"),
@@ -231,7 +231,7 @@ def disagg_explorer():
         "decode_len": log_slider(512, 5, 12, 0.5, "生成长度（token）", base=2, fmt=".0f"),
         "mfu": float_slider(0.4, 0.1, 0.9, 0.05, "预填充 MFU"),
         "prefill_chips": int_slider(16, 4, 64, 4, "预填充芯片数"),
-        "batch": int_slider(32, 1, 128, 1, "解码批大小 B"),
+        "batch": int_slider(32, 1, 128, 1, "解码批次大小 B"),
         "decode_chips": int_slider(8, 8, 64, 8, "解码芯片数"),
     }
     return explorer(controls, draw_disagg)
@@ -265,7 +265,7 @@ def draw_intensity(S=8192, T=1, G=8, chip="TPU v5e", D=8192, F=28672):
     if np.isfinite(b_exact):
         ax2.axvline(b_exact, color="#D55E00", ls=":", label=f"精确 B* = {b_exact:.0f}")
     ax2.set_xscale("log"), ax2.set_yscale("log")
-    ax2.set_xlabel("批大小 B（token）"), ax2.set_ylabel("算术强度（FLOPs/字节）")
+    ax2.set_xlabel("批次大小 B（token）"), ax2.set_ylabel("算术强度（FLOPs/字节）")
     ax2.legend(fontsize=7)
     plt.show()
     bound = "计算受限" if here >= ridge else "内存带宽受限"

@@ -1,7 +1,7 @@
 """Inside one chip: TPU MXU/VPU arithmetic, padding, systolic arrays, pipelined streaming; GPU
 SMs, CUDA cores, Tensor-Core FLOPs per cycle and register-limited occupancy.
 
-Units: SI (FLOPs/s, Hz, bytes, seconds). Book: 第2章 (sec-02-mxu, sec-02-pipeline,
+Units: SI (FLOPs/s, Hz, bytes, seconds). Book: 第2章 (sec-02-chip, sec-02-pipeline,
 sec-02-systolic, sec-02-vpu: formulas G1-G7, G11) and 第12章 (sec-12-sm: F1-F4, F7).
 Ignores: clock boosting dynamics, instruction-issue limits, bank conflicts.
 """

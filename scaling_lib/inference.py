@@ -165,7 +165,7 @@ BOOK_CH7_MODEL = ServedModel.from_dims("ch7 model", L=64, D=4096, F=16384, N=32,
 # ---- memory ---------------------------------------------------------------------------------
 
 def kv_bytes_per_token(model, kv="bf16") -> float:
-    """KV-cache bytes per token, all layers: 2·L·K·H·b_kv. Book: eq-07-kv."""
+    """KV-cache bytes per token, all layers: 2·L·K·H·b_kv. Book: eq-04-kv, sec-07-memory."""
     return served_model(model).kv_elems_per_token * bytes_per_elem(kv)
 
 
@@ -194,7 +194,7 @@ def _hbm_total(chip, n_chips, hbm_per_chip, reserve_frac):
 
 def max_batch_size(model, seq_len, n_chips, chip, weights="bf16", kv="bf16",
                    hbm_per_chip=None, reserve_frac=0.0):
-    """Largest B with P·b_w + B·S·KV_tok <= n·HBM·(1 - reserve). Book: eq-07-bmax.
+    """Largest B with P·b_w + B·S·KV_tok <= n·HBM·(1 - reserve). Book: sec-07-memory.
 
     Raises ``Infeasible`` (a ValueError) if the weights alone do not fit (scalar inputs); with
     array inputs the result is 0 where nothing fits.
@@ -503,7 +503,7 @@ def pareto_mask(latency, throughput) -> np.ndarray:
 def pareto_frontier(model, seq_len, n_chips, chip, weights="int8", kv="int8", compute="bf16",
                     batch_sizes=None, params=None, hbm_per_chip=None, ici=False) -> Frontier:
     """Latency and tokens/s/chip for every batch 1..B_max that fits (fixes the book code's
-    stride-4 truncation), with the Pareto mask. Book: fig-07-pareto, sec-08-pareto."""
+    stride-4 truncation), with the Pareto mask. Book: sec-07-explorer, sec-08-pareto."""
     m = served_model(model, params)
     bmax = max_batch_size(m, seq_len, n_chips, chip, weights, kv, hbm_per_chip)
     if bmax < 1:
@@ -532,7 +532,7 @@ def serving_grid(model, seq_len, chip, batches=None, chip_counts=V5E_SLICES,
                  compute="bf16", params=None, ici=True, hbm_per_chip=None) -> Frontier:
     """All (batch, chips, weight dtype, KV dtype) serving points, vectorised, with the ICI term of
     1-D model parallelism over the chips; infeasible (out-of-memory) points are dropped. The
-    Pareto front picks, for each latency, the best throughput per chip. Book: sec-07-pareto."""
+    Pareto front picks, for each latency, the best throughput per chip. Book: sec-07-explorer."""
     m = served_model(model, params)
     chip = hardware.get(chip)
     if batches is None:
@@ -604,7 +604,7 @@ def latency_bound_bytes(n_shards, chip, t_hop=1e-6):
 
 
 def collective_is_latency_bound(nbytes, n_shards, chip, t_hop=1e-6):
-    """True if (bytes per shard)/W_ici,1way < t_hop (≈1 µs per hop). Book: sec-07-latency-bound."""
+    """True if (bytes per shard)/W_ici,1way < t_hop (≈1 µs per hop). Book: sec-07-sharding."""
     nb = check_nonneg("nbytes", nbytes)
     return np.asarray(nb) < np.asarray(latency_bound_bytes(n_shards, chip, t_hop))
 

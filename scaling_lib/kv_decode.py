@@ -2,7 +2,7 @@
 recompute-everything loop it replaces, decode-step timing against batch, and greedy speculative
 decoding.
 
-Units: seconds, tokens. Book: chapter 7 (sec-07-real-decoder, sec-07-kv-cache, sec-07-spec).
+Units: seconds, tokens. Book: chapter 7 (sec-07-real-decoder, sec-07-memory, sec-07-spec).
 Builds on ``scaling_lib.jax_model`` (its ``forward`` with ``kv_cache``/``pos``, ``prefill``,
 ``decode_step``): one parameter pytree serves every path here. Imports jax; notebooks call
 ``scaling_lib.devices.setup()`` first. Timings are wall-clock medians and vary by machine.

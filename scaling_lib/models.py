@@ -1,6 +1,6 @@
 """Preset model configurations (``TransformerConfig``) with their published hyperparameters.
 
-Units: counts. Book: chapter 4 (sec-04-presets) and the case-study chapters 5-8, 11.
+Units: counts. Book: chapter 4 (sec-04-accounting) and the case-study chapters 5-8, 11.
 Each preset names its source (the model's paper or its released config.json) in ``source``.
 Canonical values follow ../shared/spec/CANON.md §2 (e.g. LLaMA-3-70B F = 28,672).
 Ignores: rotary/rope-scaling settings, sliding windows, softcapping, multi-token-prediction heads

@@ -104,7 +104,7 @@ def alpha(chip, dtype: str = "bf16") -> float:
 
 
 def dp_min_tokens_per_chip(chip, n_axes: int = 1, dtype: str = "bf16") -> float:
-    """Per-chip batch (tokens) above which DP/FSDP is compute-bound: α / n_axes. Book: eq-05-dp-bound.
+    """Per-chip batch (tokens) above which DP/FSDP is compute-bound: α / n_axes. Book: sec-05-critical-batch.
 
     TPU v5p: 2550 on one axis, 850 on three.
     """
@@ -466,14 +466,14 @@ def min_chips_for_memory(total_bytes, chip) -> int:
 # =============================================================================================
 
 def total_train_flops(n_params, n_tokens, flops_per_param_token: float = 6.0) -> float:
-    """6 P n_tok: training FLOPs (forward 2P + backward 4P per token). Book: eq-06-6pt."""
+    """6 P n_tok: training FLOPs (forward 2P + backward 4P per token). Book: sec-06-flops."""
     P = check_positive("n_params", n_params)
     n = check_positive("n_tokens", n_tokens)
     return _arr(flops_per_param_token * np.asarray(P) * n)
 
 
 def step_time(n_params, batch_tokens, n_chips, chip, mfu: float = 1.0, dtype: str = "bf16"):
-    """Compute-bound step time 6PB / (N C MFU) in seconds. Book: eq-05-step-time."""
+    """Compute-bound step time 6PB / (N C MFU) in seconds. Book: eq-06-wall."""
     P = check_positive("n_params", n_params)
     B = check_positive("batch_tokens", batch_tokens)
     N = check_positive("n_chips", n_chips)

@@ -1,7 +1,7 @@
 """Chip comparison (chapters 2 and 12): any two catalogue chips side by side — peaks, bandwidths,
 critical intensities per link, memories — plus a bandwidth-ladder bar chart.
 
-Book: sec-02-specs, sec-12-vs-tpu. ``draw_compare`` is pure numpy + matplotlib (< 100 ms).
+Book: sec-02-specs, sec-02-vs-gpu. ``draw_compare`` is pure numpy + matplotlib (< 100 ms).
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ CHIPS = ("TPU v2 core", "TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200")
 
 def plot_memory_order(shape, ax=None, title: str | None = None):
     """Draw a ≤2-D HLO shape as a grid: colour = outer tile, number = memory slot; the padding
-    the tile adds is hatched. Book: fig-09-tiling."""
+    the tile adds is hatched. Book: sec-09-tiling."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import PolyCollection
 

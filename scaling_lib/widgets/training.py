@@ -1,6 +1,6 @@
 """Chapter 5-6 explorers: the training roofline (FSDP × TP split) and the parallelism planner.
 
-Book: sec-05-roofline-figure, sec-05-planner, sec-06-plan. ``draw_training_roofline`` and
+Book: sec-05-roofline, sec-05-planner, sec-06-sharding. ``draw_training_roofline`` and
 ``draw_planner`` are pure numpy + matplotlib (< 100 ms, timed by the tests);
 ``training_roofline_figure`` is the kernel-free plotly twin for the website (its slider steps are
 computed here, by the library).

@@ -6,7 +6,6 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 export TF_CPP_MIN_LOG_LEVEL := 3
-export MPLBACKEND := Agg
 NBVAL := -p nbval --nbval --nbval-current-env --nbval-cell-timeout=180 \
          --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 JOBS ?= 2

@@ -54,7 +54,7 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.6, 3.6), gridspec_kw={"width_ratios": [3, 1]})
     ax.plot(bs, np.asarray(sw.kv_s) * 1e3, label="KV 缓存读取", color="#D55E00")
     ax.plot(bs, np.broadcast_to(sw.param_s, bs.shape) * 1e3, label="权重读取", color="#0072B2")
-    ax.plot(bs, np.asarray(sw.flops_s) * 1e3, label="MLP 计算", color="#009E73")
+    ax.plot(bs, np.asarray(sw.flops_s) * 1e3, label="FFN 计算", color="#009E73")
     ax.plot(bs, np.asarray(sw.total_s) * 1e3, label="每步总耗时", color="k", lw=2)
     ax.axvline(b, color="#CC79A7", ls="--", lw=1)
     bc = inference.critical_batch(c, weights)
@@ -69,17 +69,17 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
     ax2.bar([0], [p_chip], color="#0072B2", label="权重")
     ax2.bar([0], [kv_chip], bottom=[p_chip], color="#D55E00", label="KV 缓存")
     ax2.axhline(hbm, color="k", ls="--", lw=1)
-    ax2.set_xticks([]), ax2.set_ylabel("每芯片显存（GB）"), ax2.set_ylim(0, hbm * 1.15)
+    ax2.set_xticks([]), ax2.set_ylabel("每芯片 HBM（GB）"), ax2.set_ylim(0, hbm * 1.15)
     ax2.legend(fontsize=7, loc="lower center")
     plt.show()
     tpc = float(st.tokens_per_s_per_chip)
-    regime = "计算受限（MLP）" if bool(st.compute_bound) else "内存带宽受限"
+    regime = "计算受限（FFN）" if bool(st.compute_bound) else "内存带宽受限"
     cost = (f"；每百万 token {inference.cost_per_million_tokens(tpc, price):.3g} 美元"
             if price else "")
     print(f"每步 {fmt_time(float(st.total_s))}（KV {fmt_time(float(st.kv_s))} + max(计算 "
           f"{fmt_time(float(st.flops_s))}, 权重 {fmt_time(float(st.param_s))})），{regime}\n"
           f"吞吐 {fmt_num(float(st.tokens_per_s))} token/s，每芯片 {fmt_num(tpc)} token/s{cost}\n"
-          f"显存 {fmt_bytes(float(st.memory_bytes))} / {fmt_bytes(float(st.hbm_bytes))}，"
+          f"HBM {fmt_bytes(float(st.memory_bytes))} / {fmt_bytes(float(st.hbm_bytes))}，"
           f"最大批 {bmax}；临界批次大小 {bc:.0f}")
     return st
 
@@ -188,7 +188,7 @@ def latency_breakdown_steps(model, contexts, n_chips=16, chip="TPU v5e", weights
                                ("总耗时", st.total_s, "#000000")):
             tr.append({"x": bs, "y": np.round(np.asarray(y) * 1e3, 5), "mode": "lines",
                        "name": name, "line": {"color": color}})
-        tr.append({"x": [fit, fit], "y": [0.01, 100], "mode": "lines", "name": f"显存上限 B = {fit}",
+        tr.append({"x": [fit, fit], "y": [0.01, 100], "mode": "lines", "name": f"HBM 上限 B = {fit}",
                    "line": {"color": "#CC79A7", "dash": "dash"}})
         steps.append((f"{int(s)}", tr))
     return steps
@@ -218,7 +218,7 @@ def draw_disagg(prompt_len=8192, decode_len=512, mfu=0.4, prefill_chips=16, batc
     plt.show()
     print(f"预填充 {fmt_time(t_pre)}（{int(prefill_chips)} 颗），解码每步 {fmt_time(t_step)}"
           f"（{int(decode_chips)} 颗，B = {int(batch)}）\n"
-          f"预填充服务器 : 解码服务器 ≈ {ratio:.2f} : 1；每步逐出 {evict:.0f} 个 token 的 KV；"
+          f"预填充服务器 : 解码服务器 ≈ {ratio:.2f} : 1；每步淘汰 {evict:.0f} 个 token 的 KV；"
           f"每个请求要传 {kv_gb:.2f} GB 的 int8 KV 缓存")
     return ratio
 

@@ -77,7 +77,7 @@ def _layer_sampler(rng):
 
 EXERCISES = [
     Exercise("5.1", "n_params", "number", lambda: L13.params(), rtol=0.03, unit="个参数",
-             explain="FFW 8.49e9 + 注意力 4.19e9 + 词表 0.33e9 ≈ 1.30e10：MLP 占三分之二。"),
+             explain="FFN 8.49e9 + 注意力 4.19e9 + 词表 0.33e9 ≈ 1.30e10：FFN 占三分之二。"),
     Exercise("5.2", "mem_16m", "numbers", _mem_16m, rtol=0.05, unit="[字节, 字节]",
              hints=((0.5, "检查点是 bf16，每个元素 2 字节。"),),
              explain="参数加优化器只有 130 GB，检查点却有约 42 TB：大批次训练的内存大头是激活。"),

@@ -63,7 +63,7 @@ def _cost(model, n_chips):
 EXERCISES = [
     Exercise("6.1", "n_params", "number", lambda: L70.params(), rtol=0.02, unit="个参数",
              accept=(70.4e9,),
-             explain="MLP 5.64e10 + 注意力 1.21e10 + 嵌入 2.1e9 ≈ 7.06e10，MLP 占约 80%。"),
+             explain="FFN 5.64e10 + 注意力 1.21e10 + 嵌入 2.1e9 ≈ 7.06e10，FFN 占约 80%。"),
     Exercise("6.1b", "param_count", "function", _param_count, rtol=1e-3, sampler=_param_sampler,
              unit="个参数",
              explain="P = LD(3F + 2H(N+K)) + 2VD；归一化权重 (2L+1)D 小到可以不算。"),
@@ -112,7 +112,7 @@ EXERCISES = [
     Exercise("6.10", "four_pods", "numbers", _p610, rtol=0.05, unit="[token/芯片, 比值]",
              explain="每芯片 117 个 token，比值约 0.51：单步时间约是 FLOPs 时间的两倍。"),
     Exercise("6.10b", "regime", "choice", _p610_choice, choices=("A", "B"),
-             explain="ICI 受限：该看通信的屋顶线，不是 FLOPs 的。"),
+             explain="ICI 受限：该看通信的 Roofline，不是 FLOPs 的。"),
     Exercise("6.10c", "days_four_pods", "number", _p610_days, rtol=0.2, unit="天",
              explain="通信下界约 8.8 天，按 40% MFU 天真算是 11 天；答案在 8～12 天之间都算对。"),
     Exercise("6.11", "llama405", "numbers",

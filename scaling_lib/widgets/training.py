@@ -120,7 +120,7 @@ def training_roofline_figure(chip="TPU v5p", n_chips=4096, d_model=8192, d_ff=32
         active = next((i for i, (X, Y) in enumerate(sp) if Y == 8), 0)
     name = hardware.get(chip).name
     return slider_figure(
-        steps, title=f"{name} 上 {n_chips} 颗芯片的 MLP 屋顶线（D={d_model}，F={d_ff}）",
+        steps, title=f"{name} 上 {n_chips} 颗芯片的 FFN Roofline（D={d_model}，F={d_ff}）",
         xaxis={"title": {"text": "批次大小 B（token）"}, "type": "log"},
         yaxis={"title": {"text": "每层前向时间（秒）"}, "type": "log", "range": [-9, 1]},
         slider_label="FSDP × TP", active=active)

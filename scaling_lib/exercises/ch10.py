@@ -332,7 +332,7 @@ EXERCISES = [
     Exercise("10.1", "local_shapes", "numbers", lambda: [2, 1024, 1024, 8192, 2, 8192], rtol=0,
              unit="（元素）", explain="In 在 X、Y 上各切一刀，W 只在 D 上被 Y 切开；输出沿 X 切、在 Y 上是部分和。"),
     Exercise("10.1b", "collective", "choice", lambda: "A", choices=("A", "B", "C", "D"),
-             explain="收缩维 D 在 Y 上切开，输出要求 P('X', None)：每个设备的部分和必须沿 Y 全归约。"),
+             explain="收缩维度 D 在 Y 上切开，输出要求 P('X', None)：每个设备的部分和必须沿 Y 全归约。"),
     Exercise("10.2", "typeof_answer", "choice", lambda: "B", choices=("A", "B", "C", "D"),
              explain="逐元素运算保持分片，jax.typeof 在追踪时就给出 float32[8@X,2@Y]。"),
     Exercise("10.3", "first4_mean", "numbers", lambda: slice_and_average().tolist(), rtol=0,

@@ -127,5 +127,5 @@ EXERCISES = [
                                   "P": int(rng.integers(1, 1 << 14)),
                                   "M": int(rng.integers(1, 1 << 14))},
              unit="[前向, 反向, 合计] FLOPs",
-             explain="前向 2NPM，反向 4NPM（两个梯度各一次矩阵乘），合计 6NPM。"),
+             explain="前向 2NPM，反向 4NPM（两个梯度各一次矩阵乘法），合计 6NPM。"),
 ]

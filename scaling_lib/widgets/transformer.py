@@ -58,7 +58,7 @@ def accountant_text(cfg: tr.TransformerConfig, seq_len: int, kv_dtype: str = "bf
         f"{cfg.label}：{cfg.attention_kind}，参数 {fmt_num(cfg.params())}，"
         f"每 token 激活 {fmt_num(cfg.active_params())}",
         f"训练 FLOPs/token（T={seq_len}）：{fmt_num(f_tok)}；6·P_激活 = "
-        f"{fmt_num(6 * cfg.matmul_params())}；注意力/矩阵乘 = {ratio:.3g}"
+        f"{fmt_num(6 * cfg.matmul_params())}；注意力/矩阵乘法 = {ratio:.3g}"
         f"（交叉点 T ≈ {fmt_num(tr.attention_crossover_seq_len(cfg))}）",
         f"KV 缓存（{kv_dtype}）：每 token {fmt_bytes(kv_tok)}，每条长 {seq_len} 的序列 "
         f"{fmt_bytes(kv_tok * seq_len)}",
@@ -137,7 +137,7 @@ def accountant(preset: str = "LLaMA-3-8B"):
         "top_k": int_slider(base.top_k, 1, 16, 1, "k（每 token 专家）"),
         "seq_len": log_slider(8192, 9, 20, 1, "上下文 T（token）", base=2, fmt=".0f"),
         "kv_dtype": dropdown(["bf16", "int8", "fp8", "f32"], "bf16", "KV 数据类型"),
-        "remat": dropdown([("不重计算（≈20 份）", "none"), ("只存大矩阵乘（≈7 份）", "dots"),
+        "remat": dropdown([("不重计算（≈20 份）", "none"), ("只存大矩阵乘法的输出（≈7 份）", "dots"),
                            ("整层重计算（1 份）", "block")], "block", "重计算策略"),
         "tokens_per_step": log_slider(4194304, 16, 26, 1, "每步 token", base=2, fmt=".3g"),
     }
@@ -165,7 +165,7 @@ def draw_remat(model="LLaMA-3-70B", tokens_per_step=4e6, n_chips=256, chip="TPU 
     chip = hardware.get(chip)
     n_chips = int(n_chips)
     policies = [("不重计算", tr.REMAT_POLICIES["none"], 1.0),
-                ("只存大矩阵乘", tr.REMAT_POLICIES["dots"],
+                ("只存大矩阵乘法的输出", tr.REMAT_POLICIES["dots"],
                  float(tr.remat_flops_multiplier("dots", cfg, seq_len))),
                 ("整层重计算", tr.REMAT_POLICIES["block"], tr.remat_flops_multiplier("block")),
                 (f"自定义 c={custom_c:g}", float(custom_c), float("nan"))]
@@ -265,7 +265,7 @@ def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len
         ratio = float(tr.attention_to_matmul_ratio(S, cfg)) if phase == "prefill" else float("nan")
         print(f"注意力/FFN 时间 = {t_att / t_mlp:.3g}；注意力强度 = "
               f"{float(tr.attention_arithmetic_intensity(t, S, group)):.3g} FLOPs/字节"
-              + (f"；注意力/矩阵乘 FLOPs = {ratio:.3g}（T/8D）" if phase == "prefill" else ""))
+              + (f"；注意力/矩阵乘法 FLOPs = {ratio:.3g}（T/8D）" if phase == "prefill" else ""))
     return t_att, t_mlp
 
 

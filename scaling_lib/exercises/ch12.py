@@ -134,7 +134,7 @@ EXERCISES = [
     Exercise("12.6", "b200_clock", "number", lambda: 80e12 / (2 * ci.cuda_cores("B200")), rtol=0.03,
              unit="Hz", explain="约 2.1 GHz：要靠液冷才跑得住。"),
     Exercise("12.7", "vec_add", "numbers", _p17, rtol=0.05, unit="FLOPs/字节、秒",
-             explain="强度 1/12 远低于约 10 的向量临界强度：逐元素运算永远带宽受限。"),
+             explain="强度 1/12 远低于向量单元约 10 的临界算术强度：逐元素运算永远带宽受限。"),
     Exercise("12.8", "tc_fpc", "numbers",
              lambda: [ci.tc_flops_per_cycle("H100", 1.76e9), ci.tc_flops_per_cycle("B200", 1.86e9)],
              rtol=0.10, unit="FLOPs/周期", accept=([1024, 2048],),

@@ -46,7 +46,7 @@ def compare_rows(a, b) -> list:
           ("8 位峰值（OPs/s）", lambda c: max((c.flops_per_s.get(k, 0) for k in ("int8", "fp8")),
                                             default=0)),
           ("HBM 容量（字节）", lambda c: c.hbm_bytes), ("HBM 带宽（B/s）", lambda c: c.hbm_bw),
-          ("临界强度 C/W_hbm", lambda c: c.critical_intensity()),
+          ("临界算术强度 C/W_hbm", lambda c: c.critical_intensity()),
           ("片间带宽（每芯片出口，B/s）", lambda c: c.ici_link_bw_1way * c.ici_links or c.nvlink_bw_1way),
           ("C / 片间带宽", lambda c: c.peak() / (c.ici_link_bw_1way * c.ici_links or c.nvlink_bw_1way)),
           ("跨节点/DCN 每芯片（B/s）", lambda c: c.dcn_bw_1way),

@@ -80,7 +80,7 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
           f"{fmt_time(float(st.flops_s))}, 权重 {fmt_time(float(st.param_s))})），{regime}\n"
           f"吞吐 {fmt_num(float(st.tokens_per_s))} token/s，每芯片 {fmt_num(tpc)} token/s{cost}\n"
           f"HBM {fmt_bytes(float(st.memory_bytes))} / {fmt_bytes(float(st.hbm_bytes))}，"
-          f"最大批 {bmax}；临界批次大小 {bc:.0f}")
+          f"最大批次大小 {bmax}；临界批次大小 {bc:.0f}")
     return st
 
 
@@ -251,7 +251,7 @@ def draw_intensity(S=8192, T=1, G=8, chip="TPU v5e", D=8192, F=28672):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.6, 3.4))
     ts = np.logspace(0, np.log10(max(s, 2)), 80)
     ax.plot(ts, inference.attention_intensity(s, ts, g), label=f"注意力（S = {int(s)}，G = {int(g)}）")
-    ax.axhline(ridge, color="k", ls="--", lw=1, label=f"{c.name} 临界强度 {ridge:.0f}")
+    ax.axhline(ridge, color="k", ls="--", lw=1, label=f"{c.name} 临界算术强度 {ridge:.0f}")
     here = float(inference.attention_intensity(s, t, g))
     ax.scatter([t], [here], color="#CC79A7", zorder=5)
     ax.set_xscale("log"), ax.set_yscale("log")
@@ -269,7 +269,7 @@ def draw_intensity(S=8192, T=1, G=8, chip="TPU v5e", D=8192, F=28672):
     ax2.legend(fontsize=7)
     plt.show()
     bound = "计算受限" if here >= ridge else "内存带宽受限"
-    print(f"这次注意力的强度 {here:.3g} FLOPs/字节，{c.name} 的临界强度 {ridge:.0f}：{bound}")
+    print(f"这次注意力的强度 {here:.3g} FLOPs/字节，{c.name} 的临界算术强度 {ridge:.0f}：{bound}")
 
 
 def intensity_explorer():

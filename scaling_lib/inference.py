@@ -264,11 +264,11 @@ class StepTime:
     def bottleneck(self) -> str:
         """Chinese label of the largest term (scalar steps only)."""
         parts = {"KV 缓存读取": float(self.kv_s), "权重读取": float(self.param_s),
-                 "MLP 计算": float(self.flops_s), "ICI 通信": float(self.ici_s)}
+                 "FFN 计算": float(self.flops_s), "ICI 通信": float(self.ici_s)}
         return max(parts, key=parts.get)
 
     def parts(self) -> dict:
-        return {"KV 缓存读取": self.kv_s, "权重读取": self.param_s, "MLP 计算": self.flops_s,
+        return {"KV 缓存读取": self.kv_s, "权重读取": self.param_s, "FFN 计算": self.flops_s,
                 "ICI 通信": self.ici_s}
 
     def as_dict(self) -> dict:
@@ -280,7 +280,7 @@ class StepTime:
     def _rows(self):
         rows = [("KV 缓存读取", fmt_time(float(self.kv_s))),
                 ("权重读取", fmt_time(float(self.param_s))),
-                ("MLP 计算", fmt_time(float(self.flops_s)))]
+                ("FFN 计算", fmt_time(float(self.flops_s)))]
         if float(self.ici_s):
             rows.append(("ICI 通信", fmt_time(float(self.ici_s))))
         rows += [("每步耗时", fmt_time(float(self.total_s))),

@@ -439,7 +439,7 @@ def test_plotly_steps():
     assert [s[0] for s in steps] == ["2048", "8192"]
     assert len(steps[0][1][0]["x"]) == 554 and len(steps[1][1][0]["x"]) == 138
     br = wi.latency_breakdown_steps(L70, [4096])
-    assert [t["name"] for t in br[0][1]][:4] == ["权重读取", "KV 缓存读取", "MLP 计算", "总耗时"]
+    assert [t["name"] for t in br[0][1]][:4] == ["权重读取", "KV 缓存读取", "FFN 计算", "总耗时"]
 
 
 def test_disagg_widget(capsys):

@@ -184,7 +184,7 @@ def latency_breakdown_steps(model, contexts, n_chips=16, chip="TPU v5e", weights
         tr = []
         for name, y, color in (("权重读取", np.broadcast_to(st.param_s, bs.shape), "#0072B2"),
                                ("KV 缓存读取", st.kv_s, "#D55E00"),
-                               ("MLP 计算", st.flops_s, "#009E73"),
+                               ("FFN 计算", st.flops_s, "#009E73"),
                                ("总耗时", st.total_s, "#000000")):
             tr.append({"x": bs, "y": np.round(np.asarray(y) * 1e3, 5), "mode": "lines",
                        "name": name, "line": {"color": color}})

@@ -82,7 +82,7 @@ EXERCISES = [
     Exercise("2.7", "t_decode", "number",
              lambda: ci.decode_latency_floor(200e9, 2, 32, "v4p"), rtol=0.05, unit="秒",
              accept=(4e11 / 32 / 1.23e12,),
-             explain="每生成一个 token 都要把全部权重从 HBM 读一遍：这是小批量解码延迟的下界。"),
+             explain="每生成一个 token 都要把全部权重从 HBM 读一遍：这是小批次解码延迟的下界。"),
     Exercise("2.8", "v5e_pod", "numbers", lambda: _pod("v5e"), rtol=0.05,
              unit="芯片、主机、核心、FLOPs/s、字节", accept=([256, 32, 256, 5.1e16, 4.1e12],),
              explain="v5e Pod：256 颗芯片、32 台主机，约 5e16 FLOPs/s、4 TB HBM。"),

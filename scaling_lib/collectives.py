@@ -489,7 +489,7 @@ def crossover_bytes(kind, topo, axes=None, **kw) -> float:
 
 def sharded_allgather_time(nbytes, inner, n_gpus=256, tree=None):
     """F22 sweep helper: AllGather of an array already sharded ``inner`` ways over an inner axis,
-    on ``n_gpus`` GPUs of ``tree`` (default: DGX H100 SuperPod). Returns seconds (array-friendly
+    on ``n_gpus`` GPUs of ``tree`` (default: DGX H100 SuperPOD). Returns seconds (array-friendly
     in ``nbytes``). P4.3: AllGather_X(bf16[D_X, F_Y]) in one SU."""
     tree = tree or topo_mod.dgx_h100_superpod()
     return collective_time("all_gather", nbytes, tree, n_gpus=n_gpus, inner=inner).total

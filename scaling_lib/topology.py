@@ -666,7 +666,7 @@ class GpuCluster:
 
 
 def dgx_h100_superpod(sharp: bool = False, rail_optimized: bool = False, gpu="H100") -> FatTree:
-    """The 1024-GPU DGX H100 SuperPod reference (12 Facts): node(8, 450 GB/s per GPU, 4
+    """The 1024-GPU DGX H100 SuperPOD reference (12 Facts): node(8, 450 GB/s per GPU, 4
     NVSwitches of 64×25 GB/s) → leaf/SU(32 nodes, 400 GB/s per node, 8 IB switches of 64×50 GB/s)
     → spine(4 SUs, 12.8 TB/s per SU, 16 IB switches)."""
     g = hardware.get(gpu)
@@ -676,15 +676,15 @@ def dgx_h100_superpod(sharp: bool = False, rail_optimized: bool = False, gpu="H1
     leaf = TreeLevel("叶（SU）", 32, 8 * nic, switches=8, port_bw=5e10)
     spine = TreeLevel("脊", 4, 32 * 8 * nic, switches=16, port_bw=5e10)
     return FatTree((node, leaf, spine), gpu=g, sharp=sharp, rail_optimized=rail_optimized,
-                   label=f"DGX {g.name} SuperPod（1024 GPU）" + ("，SHARP" if sharp else ""))
+                   label=f"DGX {g.name} SuperPOD（1024 GPU）" + ("，SHARP" if sharp else ""))
 
 
 def nvl72_superpod(sharp: bool = False) -> FatTree:
-    """576-GPU GB200 SuperPod: 8 NVL72 racks (72 GPUs at 900 GB/s each, 3.6 TB/s rack egress)."""
+    """576-GPU GB200 SuperPOD: 8 NVL72 racks (72 GPUs at 900 GB/s each, 3.6 TB/s rack egress)."""
     g = hardware.get("GB200")
     node = TreeLevel("NVL72", 72, g.nvlink_bw_1way, switches=18, port_bw=5e10)
     top = TreeLevel("脊", 8, 72 * g.dcn_bw_1way, port_bw=5e10)
-    return FatTree((node, top), gpu=g, sharp=sharp, label="GB200 NVL72 SuperPod（576 GPU）")
+    return FatTree((node, top), gpu=g, sharp=sharp, label="GB200 NVL72 SuperPOD（576 GPU）")
 
 
 def _presets():

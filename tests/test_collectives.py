@@ -244,7 +244,7 @@ def test_widget_updates_are_fast():
     import matplotlib
     matplotlib.use("Agg")
     from scaling_lib.widgets import time_update, collectives as wc, chips as wch
-    for topo in ("v5e 4×4（无环绕），X 轴", "H100 SuperPod 1024 GPU", "两个 v5e Pod（DCN）"):
+    for topo in ("v5e 4×4（无环绕），X 轴", "H100 SuperPOD 1024 GPU", "两个 v5e Pod（DCN）"):
         assert time_update(wc.draw_collective, kind="all_reduce", topology=topo, nbytes=1e6) < 0.25
     with contextlib.redirect_stdout(io.StringIO()):
         assert time_update(wch.draw_compare, a="TPU v5e", b="GB200") < 0.25

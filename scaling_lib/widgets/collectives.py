@@ -26,7 +26,7 @@ TOPOLOGIES = {
     "8×H100 NVLink 节点": ("h100-node", ("X",)),
     "8×H100 节点 + SHARP": ("h100-node-sharp", ("X",)),
     "GB200 NVL72 机架": ("gb200-nvl72", ("X",)),
-    "H100 SuperPod 1024 GPU": ("h100-superpod", ("X",)),
+    "H100 SuperPOD 1024 GPU": ("h100-superpod", ("X",)),
 }
 KIND_LABELS = {"AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
                "AllReduce": "all_reduce", "AllToAll": "all_to_all"}

@@ -21,17 +21,7 @@ __all__ = ["mxu_flops_per_cycle", "chip_peak_flops", "vpu_peak_flops", "pad_to",
            "systolic_matmul", "pipeline_schedule", "pipeline_time", "decode_latency_floor"]
 
 
-def _int(name, v, lo=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-    if v < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {v}")
-    return int(v)
-
-
-def _arr(x):
-    x = np.asarray(x, dtype=float)
-    return float(x) if x.ndim == 0 else x
+from .units import check_int as _int, as_float_or_array as _arr  # noqa: E402
 
 
 # ---- TPU ---------------------------------------------------------------------------------------

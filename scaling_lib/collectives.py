@@ -67,9 +67,7 @@ def _kind(kind) -> str:
     return k
 
 
-def _arr(x):
-    x = np.asarray(x, dtype=float)
-    return float(x) if x.ndim == 0 else x
+from .units import as_float_or_array as _arr  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -59,17 +59,7 @@ class Infeasible(ValueError):
         self.available = available
 
 
-def _arr(x):
-    a = np.asarray(x, dtype=float)
-    return float(a) if a.ndim == 0 else a
-
-
-def _int(name, value, minimum=1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+from .units import check_int as _int, as_float_or_array as _arr  # noqa: E402
 
 
 def bytes_per_elem(dtype) -> float:

@@ -24,9 +24,7 @@ __all__ = [
 ]
 
 
-def _scalar_or_array(x):
-    x = np.asarray(x, dtype=float)
-    return float(x) if x.ndim == 0 else x
+from .units import as_float_or_array as _scalar_or_array  # noqa: E402
 
 
 def t_math(flops, peak_flops):

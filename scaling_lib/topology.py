@@ -28,12 +28,7 @@ __all__ = ["HOP_LATENCY", "wraparound", "max_hops", "Torus", "Ring", "TpuSlice",
 HOP_LATENCY = 1e-6
 
 
-def _check_int(name, v, lo=1):
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-    if v < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {v}")
-    return v
+from .units import check_int as _check_int  # noqa: E402
 
 
 def _check_shape(shape):
@@ -153,7 +148,7 @@ class Torus:
         if len(c) != len(self.shape):
             raise ValueError(f"coordinate {c} must have {len(self.shape)} entries")
         for i, (x, n) in enumerate(zip(c, self.shape)):
-            _check_int(f"coordinate[{i}]", x, lo=0)
+            _check_int(f"coordinate[{i}]", x, minimum=0)
             if x >= n:
                 raise ValueError(f"coordinate {c} is outside the {self.shape} slice")
         return c
@@ -412,7 +407,7 @@ class NvlinkNode:
         if g.family != "gpu":
             raise ValueError(f"an NVLink node needs a GPU, got {g.name} ({g.family})")
         object.__setattr__(self, "gpu", g)
-        _check_int("n_gpus", self.n_gpus, lo=2)
+        _check_int("n_gpus", self.n_gpus, minimum=2)
         if not self.gpu_bw:
             object.__setattr__(self, "gpu_bw", g.nvlink_bw_1way)
         if not self.node_egress and g.dcn_bw_1way:
@@ -482,7 +477,7 @@ class TreeLevel:
     latency: float = HOP_LATENCY
 
     def __post_init__(self):
-        _check_int("degree", self.degree, lo=1)
+        _check_int("degree", self.degree, minimum=1)
         check_positive("link_bw", self.link_bw, allow_array=False)
         check_nonneg("port_bw", self.port_bw, allow_array=False)
         check_nonneg("latency", self.latency, allow_array=False)

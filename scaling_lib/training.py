@@ -66,17 +66,7 @@ def _chip(chip):
     return hardware.get(chip)
 
 
-def _pos_int(name, v, minimum=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return int(v)
-
-
-def _arr(x):
-    x = np.asarray(x, dtype=float)
-    return float(x) if x.ndim == 0 else x
+from .units import check_int as _pos_int, as_float_or_array as _arr  # noqa: E402
 
 
 def _link_bw(chip) -> float:

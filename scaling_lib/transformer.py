@@ -46,23 +46,13 @@ __all__ = [
 
 # ---- small validators ---------------------------------------------------------------------
 
-def _check_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+from .units import check_int as _check_int, as_float_or_array as _arr  # noqa: E402
 
 
 def _check_bool(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return bool(value)
-
-
-def _arr(x):
-    a = np.asarray(x, dtype=float)
-    return float(a) if a.ndim == 0 else a
 
 
 #: Rematerialisation policies: saved B·T·D-sized arrays per layer (book estimates, sec-04-remat).

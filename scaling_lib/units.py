@@ -15,7 +15,7 @@ __all__ = [
     "KILO", "MEGA", "GIGA", "TERA", "PETA", "EXA",
     "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "MINUTE", "HOUR", "DAY",
-    "DTYPE_BYTES", "dtype_bytes", "check_positive", "check_nonneg", "check_number",
+    "DTYPE_BYTES", "dtype_bytes", "check_int", "as_float_or_array", "check_positive", "check_nonneg", "check_number",
     "fmt_time", "fmt_bytes", "fmt_flops", "fmt_rate", "fmt_bw", "fmt_num",
 ]
 
@@ -63,6 +63,21 @@ def check_number(name: str, value, *, allow_array: bool = True):
         return arr
     raise TypeError(f"{name} must be a number{' or array of numbers' if allow_array else ''}, "
                     f"got {type(value).__name__} {value!r}")
+
+
+def check_int(name: str, value, minimum: int = 1) -> int:
+    """Validate an integer (numpy integers allowed, bools not) that is >= ``minimum``; return an int."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def as_float_or_array(x):
+    """A Python float for a scalar, a float ndarray otherwise (results of vectorised formulas)."""
+    a = np.asarray(x, dtype=float)
+    return float(a) if a.ndim == 0 else a
 
 
 def check_positive(name: str, value, *, allow_array: bool = True):

@@ -38,3 +38,18 @@ def site(tmp_path_factory):
                     "\n".join(l for l in log.splitlines() if "WARNING" in l or "ERROR" in l)[-8000:] +
                     "\n" + log[-3000:])
     return out / "_build" / "html", log
+
+
+def assert_reference(ex_id, want, rtol):
+    """The registry's expected answer for ``ex_id`` equals the spec's ``want`` (a choice string,
+    a number or a list of numbers) within ``rtol``."""
+    import numpy as np
+    from scaling_lib import exercises
+
+    got = exercises.get(ex_id).reference()
+    if isinstance(want, str):
+        assert got == want, f"{ex_id}: got {got!r}, spec says {want!r}"
+    else:
+        np.testing.assert_allclose(np.atleast_1d(np.asarray(got, float)),
+                                   np.atleast_1d(np.asarray(want, float)), rtol=rtol,
+                                   err_msg=f"exercise {ex_id}")

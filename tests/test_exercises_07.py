@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+from conftest import assert_reference
+
 from scaling_lib import exercises
 from scaling_lib.exercises import ch07
 
@@ -44,12 +46,7 @@ def test_every_problem_is_registered():
 @pytest.mark.parametrize("ex_id", sorted(SPEC))
 def test_expected_equals_spec(ex_id):
     want, rtol = SPEC[ex_id]
-    got = exercises.get(ex_id).reference()
-    if isinstance(want, str):
-        assert got == want
-    else:
-        np.testing.assert_allclose(np.atleast_1d(np.asarray(got, float)),
-                                   np.atleast_1d(np.asarray(want, float)), rtol=rtol)
+    assert_reference(ex_id, want, rtol)
 
 
 @pytest.mark.parametrize("ex_id,args,want", [

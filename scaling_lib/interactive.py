@@ -7,7 +7,66 @@ the browser's fonts); no LaTeX in labels (it would need MathJax SVG from a CDN).
 """
 from __future__ import annotations
 
-__all__ = ["slider_figure"]
+__all__ = ["slider_figure", "tidy", "SIG_DIGITS"]
+
+#: significant digits kept in the numbers of a stored figure. Notebook outputs are compared by
+#: nbval on other machines, and the last bits of a float depend on the CPU's SIMD paths (numpy's
+#: AVX-512 ``log``/``pow``, XLA's kernels): six digits are far below what a reader can see on a
+#: plot and far above that noise.
+SIG_DIGITS = 6
+
+_ARRAY_KEYS = ("x", "y", "z", "base", "width", "customdata", "r", "theta", "open", "high", "low",
+               "close", "values", "parents_values", "lon", "lat", "u", "v", "w")
+
+
+def _round(v, sig: int):
+    """``v`` (number, array, nested list) as plain Python lists of numbers rounded to ``sig``
+    significant digits; strings, ``None`` and other objects pass unchanged."""
+    import numpy as np
+
+    if isinstance(v, (bool, np.bool_)) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return float(f"{f:.{sig}g}") if np.isfinite(f) else None
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_round(x, sig) for x in v]
+    return v
+
+
+def tidy(fig, sig: int = SIG_DIGITS):
+    """Round every numeric array of a plotly figure to ``sig`` significant digits, in place.
+
+    Why: plotly stores numpy arrays as base64 binary whose last bits differ from CPU to CPU, so a
+    stored figure would not compare equal on another machine; rounded plain lists do. Also makes
+    the page lighter. Returns the figure, so ``tidy(fig).show()`` works. Non-finite numbers become
+    ``None`` (a gap in the line), as plotly draws them anyway.
+    """
+    if not isinstance(sig, int) or isinstance(sig, bool) or not 2 <= sig <= 15:
+        raise ValueError(f"sig must be an int in [2, 15] (significant digits), got {sig!r}")
+    if not hasattr(fig, "data") or not hasattr(fig, "layout"):
+        raise TypeError(f"tidy expects a plotly Figure, got {type(fig).__name__}")
+    for tr in fig.data:
+        for key in _ARRAY_KEYS:
+            try:
+                val = tr[key]
+            except (KeyError, ValueError, AttributeError):
+                continue
+            if val is not None:
+                tr[key] = _round(val, sig)
+    for shape in fig.layout.shapes or ():
+        for key in ("x0", "x1", "y0", "y1"):
+            if isinstance(shape[key], (int, float)):
+                shape[key] = _round(shape[key], sig)
+    for ann in fig.layout.annotations or ():
+        for key in ("x", "y"):
+            if isinstance(ann[key], (int, float)):
+                ann[key] = _round(ann[key], sig)
+    return fig
 
 
 def slider_figure(steps: list, *, title: str, xaxis: dict, yaxis: dict, slider_label: str,
@@ -48,4 +107,4 @@ def slider_figure(steps: list, *, title: str, xaxis: dict, yaxis: dict, slider_l
                   "pad": {"t": 40}, "steps": slider_steps}],
         template="plotly_white",
     )
-    return fig
+    return tidy(fig)

@@ -40,7 +40,7 @@ from . import units, hardware, roofline  # noqa: E402  (pure numpy)
 
 _LAZY = {"plots", "widgets", "grading", "devices", "measure", "topology", "collectives",
          "sharding", "transformer", "models", "training", "inference", "profiling",
-         "jax_model", "jax_compat", "exercises", "interactive", "book"}
+         "jax_model", "jax_compat", "exercises", "interactive", "book", "diagrams"}
 
 
 def __getattr__(name):

@@ -23,9 +23,13 @@ class PlotlyRenderer:
         div_id = f"plotly-c{data.cell_index}-o{data.output_index}"
         layout = fig.get("layout", {})
         height = layout.get("height", 450)
-        payload = json.dumps([fig.get("data", []), layout, {"displaylogo": False, "responsive": True}],
+        # frames (scaling_lib.diagrams' animations) travel with the figure: the play button and
+        # the slider's "animate" steps look them up by name in the browser, no kernel involved
+        payload = json.dumps([fig.get("data", []), layout, {"displaylogo": False, "responsive": True},
+                              fig.get("frames", [])],
                              ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
         html = (f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>\n'
                 f'<script type="text/javascript">document.addEventListener("DOMContentLoaded", function () {{'
-                f' var a = {payload}; Plotly.newPlot("{div_id}", a[0], a[1], a[2]); }});</script>')
+                f' var a = {payload}; Plotly.newPlot("{div_id}", {{data: a[0], layout: a[1], config: a[2],'
+                f' frames: a[3]}}); }});</script>')
         return [nodes.raw("", html, format="html", classes=["output", "text_html"])]

@@ -511,3 +511,309 @@ def ring_schedule(n: int, kind: str = "all_gather"):
         have = have | np.roll(have, 1, axis=0)
         out.append(have.copy())
     return out
+
+
+# ---- step schedules (what each device sends at each step; drawn by scaling_lib.diagrams) ------
+
+@dataclass(frozen=True)
+class Transfer:
+    """One message of one step: ``src`` sends ``chunks`` to its neighbour ``dst`` along ``axis``.
+
+    Devices are numbered row-major over the axes of the collective; ``fraction`` is the message
+    size as a fraction of the collective's V (the ``nbytes`` of ``collective_time``).
+    """
+
+    src: int
+    dst: int
+    chunks: tuple
+    fraction: float
+    axis: str
+
+
+@dataclass(frozen=True)
+class CollectiveSchedule:
+    """A collective as a sequence of synchronous neighbour-to-neighbour steps.
+
+    ``state[s]`` (devices × chunks, ints) is what each device holds after ``s`` steps
+    (``state[0]`` = before the first step):
+
+    - all_gather: 1 where device d holds chunk c (chunk c starts on its owner).
+    - reduce_scatter / all_reduce: how many devices' contributions the partial sum of chunk c held
+      by d contains (0 = d holds no partial of c: it never had one or handed it on); at the end of
+      a ReduceScatter ``state[c_owner, c] = N``, of an AllReduce every entry is N.
+    - all_to_all: chunk ``s·N + t`` is the block device s sends to device t; 1 where it sits now.
+
+    ``chunk_owner[c]`` is the device chunk c belongs to (AllGather: where it starts; ReduceScatter:
+    where its sum ends; AllToAll: the source). ``phase[s]`` names step s+1's phase.
+    """
+
+    kind: str
+    shape: tuple
+    wraps: tuple
+    axes: tuple
+    bidirectional: bool
+    n_chunks: int
+    chunk_owner: tuple
+    steps: tuple
+    state: tuple
+    phase: tuple
+
+    @property
+    def n_devices(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    def coords(self, d: int) -> tuple:
+        """Coordinates of device ``d`` on the collective's axes."""
+        return tuple(int(i) for i in np.unravel_index(d, self.shape))
+
+    def link_fractions(self, step: int | None = None) -> dict:
+        """{(src, dst): bytes over that directed link, as a fraction of V}, for one step (1-based)
+        or summed over all steps."""
+        out: dict = {}
+        steps = self.steps if step is None else (self.steps[step - 1],)
+        for st in steps:
+            for tr in st:
+                out[(tr.src, tr.dst)] = out.get((tr.src, tr.dst), 0.0) + tr.fraction
+        return out
+
+    def step_fraction(self, step: int) -> float:
+        """The busiest directed link's bytes in step ``step`` (1-based), as a fraction of V."""
+        if not 1 <= step <= self.n_steps:
+            raise ValueError(f"step must be in 1..{self.n_steps}, got {step!r}")
+        return max(self.link_fractions(step).values())
+
+    def phases(self) -> list:
+        """The phases that run one after the other (runs of steps with the same ``phase`` name):
+        ``(name, first step, last step, busiest link's bytes in the phase as a fraction of V)``."""
+        out = []
+        for i, name in enumerate(self.phase, start=1):
+            if out and out[-1][0] == name:
+                out[-1][2] = i
+            else:
+                out.append([name, i, i])
+        res = []
+        for name, a, b in out:
+            load: dict = {}
+            for st in self.steps[a - 1:b]:
+                for tr in st:
+                    load[(tr.src, tr.dst)] = load.get((tr.src, tr.dst), 0.0) + tr.fraction
+            res.append((name, a, b, max(load.values())))
+        return res
+
+    @property
+    def busiest_link_fraction(self) -> float:
+        """Σ over phases of the busiest directed link's bytes in that phase, as a fraction of V:
+        within a phase, links stream back to back; a phase starts when the previous one ends."""
+        return float(sum(p[3] for p in self.phases()))
+
+    def t_bandwidth(self, nbytes, link_bw_1way):
+        """Bandwidth time of the schedule: ``busiest_link_fraction`` · V / one-way link bandwidth
+        (compare ``collective_time(...).t_bandwidth``)."""
+        v = check_nonneg("nbytes", nbytes)
+        w = check_positive("link_bw_1way", link_bw_1way)
+        return _arr(v * self.busiest_link_fraction / w)
+
+
+def _line_ag_moves(n: int, wrap: bool, bidirectional: bool) -> list:
+    """Steps of a 1D AllGather along one axis of ``n`` positions: per step a list of
+    (src, dst, origin) positions. Ring (wrap, n > 2): ⌊n/2⌋ steps both ways or n−1 one way;
+    line: n−1 steps, each chunk travelling outward both ways."""
+    if n == 1:
+        return []
+    if wrap and n > 2:
+        k_cw, k_ccw = (n // 2, (n - 1) // 2) if bidirectional else (n - 1, 0)
+        steps = []
+        for s in range(1, max(k_cw, k_ccw) + 1):
+            mv = [((o + s - 1) % n, (o + s) % n, o) for o in range(n) if s <= k_cw]
+            mv += [((o - s + 1) % n, (o - s) % n, o) for o in range(n) if s <= k_ccw]
+            steps.append(mv)
+        return steps
+    if not bidirectional:
+        raise ValueError("a line (no wraparound) can only gather with links in both directions: "
+                         "pass bidirectional=True or a topology that wraps")
+    steps = []
+    for s in range(1, n):
+        mv = [(o + s - 1, o + s, o) for o in range(n) if o + s <= n - 1]
+        mv += [(o - s + 1, o - s, o) for o in range(n) if o - s >= 0]
+        steps.append(mv)
+    return steps
+
+
+def _ag_steps(shape, wraps, names, bidirectional):
+    """AllGather over every axis of ``shape``. One axis: the ring/line moves. Several axes: the
+    array is split into as many parts as axes; part p gathers along the axes in order rotated by
+    p, all parts at once (so every axis's links are busy in every phase, the model behind
+    ``collective_time``'s V / Σ axis bandwidth). Returns (steps, phase names, n_parts)."""
+    N = math.prod(shape)
+    na = len(shape)
+    parts = na if na > 1 else 1
+    held = [[{d} for d in range(N)] for _ in range(parts)]   # held[p][d]: origins of part p at d
+    moves = [_line_ag_moves(shape[a], wraps[a], bidirectional) for a in range(na)]
+    steps, phases = [], []
+    for k in range(na):
+        snap = [[set(h) for h in held[p]] for p in range(parts)]
+        axis_of = [(p + k) % na for p in range(parts)]
+        n_sub = max(len(moves[a]) for a in axis_of)
+        for s in range(n_sub):
+            st = []
+            for p in range(parts):
+                a = axis_of[p]
+                if s >= len(moves[a]):
+                    continue
+                for src_i, dst_i, org_i in moves[a][s]:
+                    for d in range(N):
+                        c = list(np.unravel_index(d, shape))
+                        if c[a] != 0:
+                            continue                 # enumerate each line along axis a once
+                        def dev(i, c=c, a=a):
+                            cc = list(c)
+                            cc[a] = i
+                            return int(np.ravel_multi_index(cc, shape))
+                        src, dst, org = dev(src_i), dev(dst_i), dev(org_i)
+                        ch = tuple(sorted(o * parts + p for o in snap[p][org]))
+                        st.append(Transfer(src, dst, ch, len(ch) / (N * parts), names[a]))
+                        held[p][dst] |= snap[p][org]
+            steps.append(tuple(st))
+            phases.append("、".join(dict.fromkeys(names[a] for a in axis_of)) + " 轴")
+    return steps, phases, parts
+
+
+def _a2a_steps(shape, wraps, names):
+    """AllToAll: every block (s → t) takes its shortest route, axis by axis (dimension order;
+    on a ring a block exactly half-way round goes forward, the book's convention). Step k moves
+    every block still travelling by its k-th hop; blocks on the same link travel together."""
+    N = math.prod(shape)
+    routes = {}
+    for s in range(N):
+        cs = list(np.unravel_index(s, shape))
+        for t in range(N):
+            ct = list(np.unravel_index(t, shape))
+            cur = list(cs)
+            path = []
+            for a, n in enumerate(shape):
+                delta = (ct[a] - cur[a]) % n if (wraps[a] and n > 2) else ct[a] - cur[a]
+                if wraps[a] and n > 2 and delta > n - delta:
+                    delta -= n
+                step = 1 if delta > 0 else -1
+                for _ in range(abs(delta)):
+                    nxt = list(cur)
+                    nxt[a] = (cur[a] + step) % n
+                    path.append((int(np.ravel_multi_index(cur, shape)),
+                                 int(np.ravel_multi_index(nxt, shape)), names[a]))
+                    cur = nxt
+            routes[(s, t)] = path
+    n_steps = max(len(p) for p in routes.values())
+    steps = []
+    for k in range(n_steps):
+        links: dict = {}
+        for (s, t), path in routes.items():
+            if k < len(path):
+                links.setdefault(path[k], []).append(s * N + t)
+        steps.append(tuple(Transfer(a, b, tuple(sorted(ch)), len(ch) / N**2, ax)
+                           for (a, b, ax), ch in sorted(links.items())))
+    return steps, ["AllToAll"] * n_steps
+
+
+def collective_schedule(kind, topo, axes=None, *, bidirectional: bool = True) -> CollectiveSchedule:
+    """The step-by-step schedule of a collective on a ring or torus: which chunk each device sends
+    to which neighbour at each step, and what every device holds after it.
+
+    kind: "all_gather", "reduce_scatter", "all_reduce" or "all_to_all" (aliases as in
+    ``collective_time``). topo: a ``topology.Torus``/``Ring``/``TpuSlice`` or a preset name; axes:
+    the axes it runs over (default all of them). ``bidirectional=False``: a one-way ring.
+
+    The schedules are the algorithms behind ``collective_time``'s formulas: on one axis the busiest
+    link carries exactly its bandwidth term (AllGather ⌊N/2⌋/N·V on a ring, (N−1)/N·V on a line;
+    AllToAll the exact V(N+2)/(8N) of ``alltoall_ring_exact``, which ``collective_time``
+    rounds to V/8) and the step count is its hop count. ReduceScatter is the AllGather run
+    backwards (each chunk's broadcast tree becomes its reduction tree); AllReduce is ReduceScatter
+    then AllGather. On several axes the array is split into one part per axis and the parts
+    gather along the axes in rotated order at once: that keeps every link busy, as the formula
+    V/Σ(axis bandwidth) assumes, but the first phase (1/n of the data) adds a factor (1 + 1/n)
+    on an n×n torus that the formula leaves out.
+    """
+    k = _kind(kind)
+    if k == "permute":
+        raise ValueError("collective_schedule draws all_gather, reduce_scatter, all_reduce or "
+                         "all_to_all; a permute is a single step")
+    if not isinstance(bidirectional, bool):
+        raise TypeError(f"bidirectional must be True or False, got {bidirectional!r}")
+    t = topo_mod.get(topo)
+    if not isinstance(t, Torus):
+        raise ValueError(f"schedules are for rings and tori; got {t.describe()} (GPU nodes and "
+                         f"fat trees go through switches)")
+    if axes is None:
+        axes = tuple(t.names)
+    elif isinstance(axes, str):
+        axes = (axes,)
+    idx = [t.axis_index(a) for a in axes]
+    if len(set(idx)) != len(idx):
+        raise ValueError(f"axes {tuple(axes)} repeat an axis")
+    shape = tuple(t.shape[i] for i in idx)
+    wraps = tuple(bool(t.wraps[i]) for i in idx)
+    names = tuple(t.names[i] for i in idx)
+    N = math.prod(shape)
+    if N < 2:
+        raise ValueError("a collective needs at least 2 devices")
+    if k == "all_to_all":
+        if not bidirectional:
+            raise ValueError("the AllToAll schedule routes both ways; bidirectional=False is for "
+                             "AllGather/ReduceScatter/AllReduce")
+        steps, phase = _a2a_steps(shape, wraps, names)
+        n_chunks = N * N
+        owner = tuple(c // N for c in range(n_chunks))
+        st = np.zeros((N, n_chunks), dtype=int)
+        st[owner, np.arange(n_chunks)] = 1
+        states = [st.copy()]
+        for step in steps:
+            new = st.copy()
+            for tr in step:
+                for c in tr.chunks:
+                    if st[tr.src, c] != 1:
+                        raise AssertionError(f"device {tr.src} sends block {c} it does not hold")
+                    new[tr.src, c] -= 1
+                    new[tr.dst, c] += 1
+            st = new
+            states.append(st.copy())
+        return CollectiveSchedule(k, shape, wraps, names, True, n_chunks, owner, tuple(steps),
+                                  tuple(states), tuple(phase))
+    ag, ag_phase, parts = _ag_steps(shape, wraps, names, bidirectional)
+    n_chunks = N * parts
+    owner = tuple(c // parts for c in range(n_chunks))
+    rs = [tuple(Transfer(tr.dst, tr.src, tr.chunks, tr.fraction, tr.axis) for tr in step)
+          for step in reversed(ag)]
+    rs_phase = [f"ReduceScatter（{p}）" for p in reversed(ag_phase)]
+    if k == "all_gather":
+        steps, phase = ag, [f"AllGather（{p}）" for p in ag_phase]
+        st = np.zeros((N, n_chunks), dtype=int)
+        st[owner, np.arange(n_chunks)] = 1
+    else:
+        steps, phase = rs, rs_phase
+        if k == "all_reduce":
+            steps = rs + ag
+            phase = rs_phase + [f"AllGather（{p}）" for p in ag_phase]
+        st = np.ones((N, n_chunks), dtype=int)
+    states = [st.copy()]
+    n_rs = len(rs) if k != "all_gather" else 0
+    for i, step in enumerate(steps):
+        new = st.copy()
+        for tr in step:
+            for c in tr.chunks:
+                if st[tr.src, c] == 0:
+                    raise AssertionError(f"device {tr.src} sends chunk {c} it does not hold")
+                if i < n_rs:               # reduce: add the partial sum and hand it on
+                    new[tr.dst, c] += st[tr.src, c]
+                    new[tr.src, c] = 0
+                else:                      # gather: copy
+                    new[tr.dst, c] = st[tr.src, c]
+        st = new
+        states.append(st.copy())
+    return CollectiveSchedule(k, shape, wraps, names, bidirectional, n_chunks, owner, tuple(steps),
+                              tuple(states), tuple(phase))
+
+
+__all__ += ["Transfer", "CollectiveSchedule", "collective_schedule"]

@@ -1038,3 +1038,62 @@ def ring_link_load(kind: str, n: int, bidirectional: bool = True, split_ties: bo
                 load[node, direction] += chunk * share
     # by symmetry every link of a direction carries the sum over sources = the column total
     return float(load.sum(axis=0).max())
+
+
+# ---------------------------------------------------------------------------------------------
+# which device holds which block (drawn by scaling_lib.diagrams)
+# ---------------------------------------------------------------------------------------------
+def device_blocks(spec, mesh) -> dict:
+    """Which block of the array each device holds: ``{device coords: block index per dim}``.
+
+    Device coords are in the mesh's axis order (``as_mesh``). A dimension sharded over axes
+    ``(X, Y)`` (major first) is cut into |X|·|Y| blocks and the device at x, y holds block
+    ``x·|Y| + y``; an unsharded dimension is one block (index 0). Devices that differ only along
+    axes the array does not use hold the same blocks (replication); along an unreduced axis
+    (``{U_X}``) they hold different partial sums of the same block
+    (``partial_sum_index``). Example: ``device_blocks("A[I_X, J_Y]", {"X": 2, "Y": 2})[(1, 0)]``
+    is ``(1, 0)``.
+    """
+    import itertools
+    a = parse(spec)
+    m = as_mesh(mesh)
+    a.validate(m)
+    names = list(m)
+    out = {}
+    for coords in itertools.product(*(range(m[n]) for n in names)):
+        pos = dict(zip(names, coords))
+        idx = []
+        for ax in a.axes:
+            i = 0
+            for name in ax:
+                i = i * m[name] + pos[name]
+            idx.append(i)
+        out[tuple(coords)] = tuple(idx)
+    return out
+
+
+def blocks_per_dim(spec, mesh) -> tuple:
+    """How many blocks each dimension is cut into: the product of its mesh axes' sizes."""
+    a = parse(spec)
+    m = as_mesh(mesh)
+    a.validate(m)
+    return tuple(math.prod(m[x] for x in ax) for ax in a.axes)
+
+
+def partial_sum_index(spec, mesh, coords) -> int:
+    """Which partial sum (0 … ∏|U axes|−1) the device at ``coords`` holds of an unreduced array
+    (0 for a reduced one): its position along the unreduced axes, major first."""
+    a = parse(spec)
+    m = as_mesh(mesh)
+    a.validate(m)
+    coords = tuple(coords)
+    if len(coords) != len(m):
+        raise ValueError(f"coords {coords} must have one entry per mesh axis ({', '.join(m)})")
+    pos = dict(zip(m, coords))
+    i = 0
+    for name in a.unreduced:
+        i = i * m[name] + pos[name]
+    return i
+
+
+__all__ += ["device_blocks", "blocks_per_dim", "partial_sum_index"]

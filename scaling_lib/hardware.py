@@ -26,7 +26,7 @@ from .units import GiB, MiB, KiB, dtype_bytes, check_positive
 __all__ = ["Chip", "CATALOGUE", "VARIANTS", "get", "names", "tpu_names", "gpu_names",
            "critical_intensity", "peak_flops", "detect", "measured_cpu_chip", "replace",
            "PodSummary", "pod_summary", "flops_per_usd", "node_egress_bw", "gbps_to_bytes_per_s",
-           "spec_table", "SpecTable"]
+           "spec_table", "SpecTable", "network_axes", "check_n_axes", "max_mx_my"]
 
 
 @dataclass(frozen=True)
@@ -369,6 +369,47 @@ def critical_intensity(chip, dtype: str = "bf16", link: str = "hbm") -> float:
     """Critical arithmetic intensity C/W (FLOPs per byte). Book: eq-01-icrit."""
     chip = get(chip)
     return peak_flops(chip, dtype) / chip.bandwidth(link)
+
+
+def network_axes(chip) -> int:
+    """Axes a collective can run over at once inside ``chip``'s scale-up network: the torus
+    dimension of a TPU (2 on v3/v5e/v6e, 3 on v4p/v5p/TPU7x); 1 for a GPU's NVLink switch or a CPU.
+    Book: sec-02-ici (tori), sec-05-critical-batch (n_axes), sec-12-nodes (one switch)."""
+    chip = get(chip)
+    if chip.family == "tpu":
+        if not chip.torus_dims:
+            raise ValueError(f"{chip.name} has no torus dimension (torus_dims) in the catalogue")
+        return chip.torus_dims
+    return 1
+
+
+def check_n_axes(chip, n_axes, name: str = "n_axes"):
+    """Validate an axis count against the chip's network: 1 <= n_axes <= ``network_axes(chip)``.
+
+    Raises ValueError naming the chip and how many axes it has (a 2-D v5e called with 3 axes is
+    the classic slip). Accepts arrays; returns the value unchanged.
+    """
+    import numpy as np
+    chip = get(chip)
+    a = np.asarray(n_axes)
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.number) or np.any(a != np.round(a)) \
+            or np.any(a < 1):
+        raise ValueError(f"{name} must be a whole number of axes >= 1, got {n_axes!r}")
+    m = network_axes(chip)
+    if np.any(a > m):
+        what = (f"a {m}-D ICI torus" if chip.family == "tpu"
+                else "one NVLink/switch domain (one axis)" if chip.family == "gpu" else "one axis")
+        raise ValueError(f"{name}={n_axes!r} is impossible on {chip.name}: it has {what}, so at "
+                         f"most {m} {'axes' if m > 1 else 'axis'}")
+    return n_axes
+
+
+def max_mx_my(chip) -> int:
+    """Largest M_X·M_Y an FSDP (M_X axes) × TP (M_Y axes) split can have when the two groups
+    share the torus without double-counting an axis (M_X + M_Y <= axes): 2 on a 3-D torus, 1 on
+    a 2-D torus or a GPU node. Book: eq-05-mixed-bound."""
+    m = network_axes(chip)
+    return max(1, (m // 2) * (m - m // 2))
 
 
 def measured_cpu_chip(peak_f32: float, bandwidth: float, name: str = "本机 CPU（实测）") -> Chip:

@@ -32,7 +32,7 @@ __all__ = [
     "serving_memory", "max_batch_size", "check_fits", "StepTime", "decode_step_time",
     "min_step_time", "prefill_time", "attention_intensity", "critical_batch",
     "exact_critical_batch", "moe_critical_batch", "kv_weight_balance_batch",
-    "ici_time_1d", "Frontier", "pareto_mask", "pareto_frontier", "serving_grid",
+    "ici_time_1d", "Frontier", "pareto_mask", "PARETO_RTOL", "pareto_frontier", "serving_grid",
     "max_model_parallelism", "max_model_parallelism_memory_bound", "matmul_comm_times",
     "collective_is_latency_bound", "latency_bound_bytes", "kv_shard_layout",
     "two_d_ws_comm_time", "one_d_mp_comm_time", "two_d_ws_optimum", "two_d_ws_crossover_chips",
@@ -316,7 +316,7 @@ def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1
     a = 2.0 ** np.floor(np.log2(n) / 2)
     bb = n / a
     hops = np.where(a > 1, (a + bb) / 2, bb / 2)
-    axes = np.where(a > 1, 2, 1) if n_axes is None else np.asarray(n_axes)
+    axes = np.where(a > 1, 2, 1) if n_axes is None else np.asarray(hardware.check_n_axes(chip, n_axes))
     per_coll = np.maximum(t_hop * np.ceil(hops),
                           act_bytes * b * m.d_model / (axes * chip.ici_bw_bidi))
     t = np.where(n <= 1, 0.0, 4 * m.n_layers * per_coll)  # 2 AllReduces = 2 RS + 2 AG per layer
@@ -463,6 +463,20 @@ class Frontier:
     def __len__(self):
         return int(np.size(self.batch))
 
+    def best_under(self, latency_budget_s) -> int:
+        """Index of the point with the most tokens/s/chip whose latency is within the budget;
+        throughputs equal within ``PARETO_RTOL`` count as a tie, won by the lowest latency (then
+        the first such point). Raises Infeasible when no point meets the budget."""
+        budget = float(check_positive("latency_budget_s", latency_budget_s, allow_array=False))
+        ok = np.asarray(self.latency_s) <= budget
+        if not ok.any():
+            raise Infeasible(f"no point of this sweep has a step within {fmt_time(budget)}; the "
+                             f"fastest takes {fmt_time(float(np.min(self.latency_s)))}")
+        thr = np.asarray(self.tok_s_chip)
+        top = np.max(thr[ok])
+        tied = ok & (thr >= top * (1 - PARETO_RTOL))
+        return int(np.argmin(np.where(tied, self.latency_s, np.inf)))
+
     def front(self) -> dict:
         """The Pareto points sorted by latency, as a dict of arrays."""
         idx = np.flatnonzero(self.pareto)
@@ -473,18 +487,30 @@ class Frontier:
         return out
 
 
-def pareto_mask(latency, throughput) -> np.ndarray:
+#: Relative tolerance under which two throughputs (or latencies) count as equal: float noise in
+#: a sum of terms (e.g. 425.9920843314365 vs 425.99208433143644 token/s) must not make a point
+#: "better" (chapter 8's budget table once picked a dominated B = 80 over B = 61 this way).
+PARETO_RTOL = 1e-9
+
+
+def pareto_mask(latency, throughput, rtol: float = PARETO_RTOL) -> np.ndarray:
     """Boolean mask of points no other point beats on both lower latency and higher throughput.
-    O(n log n): sort by latency, keep points above the running best throughput."""
+
+    A point is on the front only if its throughput exceeds that of every point with lower (or
+    equal) latency by more than the relative tolerance ``rtol``: of several points with the same
+    throughput (within ``rtol``), only the lowest-latency one is kept. O(n log n): sort by
+    latency, keep points above the running best throughput."""
     lat = np.asarray(latency, dtype=float).ravel()
     thr = np.asarray(throughput, dtype=float).ravel()
     if lat.shape != thr.shape:
         raise ValueError(f"latency and throughput must have the same size, got {lat.size} and "
                          f"{thr.size}")
+    r = float(check_nonneg("rtol", rtol, allow_array=False))
     order = np.lexsort((-thr, lat))
     best = np.maximum.accumulate(thr[order])
     prev = np.concatenate(([-np.inf], best[:-1]))
-    keep = thr[order] > prev
+    margin = np.where(np.isfinite(prev), r * np.abs(prev), 0.0)
+    keep = thr[order] > prev + margin
     mask = np.zeros(lat.size, dtype=bool)
     mask[order[keep]] = True
     return mask
@@ -557,6 +583,7 @@ def max_model_parallelism(F, chip, n_axes=1):
     chip = hardware.get(chip)
     f = check_positive("F", F)
     a = check_positive("n_axes", n_axes)
+    hardware.check_n_axes(chip, a)
     return _arr(np.asarray(a) * f / (chip.peak("bf16") / chip.ici_bw_bidi))
 
 
@@ -580,6 +607,7 @@ def matmul_comm_times(B, D, F, Y, chip, weights="bf16", n_axes=1, compute="bf16"
     chip = hardware.get(chip)
     b, d, f, y = (check_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F), ("Y", Y)))
     a = check_positive("n_axes", n_axes)
+    hardware.check_n_axes(chip, a)
     return {"t_ici": _arr(2 * np.asarray(b) * d / (np.asarray(a) * chip.ici_bw_bidi)),
             "t_hbm": _arr(np.asarray(d) * f * bytes_per_elem(weights) / (np.asarray(y) * chip.hbm_bw)),
             "t_math": _arr(2 * np.asarray(b) * d * f / (np.asarray(y) * chip.peak(compute)))}
@@ -621,11 +649,14 @@ def two_d_ws_comm_time(B, D, F, X, YZ, chip):
     return _arr(2 * np.asarray(b) * d / (np.asarray(x) * w) + 4 * np.asarray(b) * f / (np.asarray(yz) * w))
 
 
-def one_d_mp_comm_time(B, D, chip, n_axes=3):
-    """1-D model parallel comms per MLP (bf16, AllGather + ReduceScatter of [B,D]): 4BD/(n_axes·W)."""
+def one_d_mp_comm_time(B, D, chip, n_axes=None):
+    """1-D model parallel comms per MLP (bf16, AllGather + ReduceScatter of [B,D]): 4BD/(n_axes·W).
+
+    ``n_axes=None``: every axis of the chip's torus (3 on v4p/v5p, 2 on v5e/v6e)."""
     chip = hardware.get(chip)
     b, d = check_positive("B", B), check_positive("D", D)
-    a = check_positive("n_axes", n_axes)
+    a = check_positive("n_axes", hardware.network_axes(chip) if n_axes is None else n_axes)
+    hardware.check_n_axes(chip, a)
     return _arr(4 * np.asarray(b) * d / (np.asarray(a) * chip.ici_bw_bidi))
 
 
@@ -759,7 +790,10 @@ def best_config_under_latency(model, chip, seq_len, latency_budget_s, slices=V5E
         ok = fr.latency_s <= budget
         if not ok.any():
             continue
-        i = int(np.argmax(np.where(ok, fr.tok_s_chip, -1)))
+        # the best throughput within the budget; among ties (float noise) the lowest latency
+        top = np.max(np.where(ok, fr.tok_s_chip, -1))
+        tied = ok & (fr.tok_s_chip >= top * (1 - PARETO_RTOL))
+        i = int(np.argmin(np.where(tied, fr.latency_s, np.inf)))
         cand = {"n_chips": n, "batch": int(fr.batch[i]), "step_s": float(fr.latency_s[i]),
                 "tok_s_chip": float(fr.tok_s_chip[i]), "tok_s": float(fr.tok_s_chip[i] * n)}
         if best is None or cand["tok_s_chip"] > best["tok_s_chip"] * (1 + 1e-9):

@@ -44,6 +44,7 @@ __all__ = [
     # simplified layer (ch. 5)
     "alpha", "dp_min_tokens_per_chip", "tp_max_degree", "mixed_min_tokens_per_chip",
     "optimal_fsdp", "mixed_compute_comm_ratio", "dcn_min_tokens_per_pod", "mesh_axes_spanned",
+    "torus_axes_owned",
     "layer_costs", "LayerCosts", "fsdp_tp_layer_times", "fsdp_tp_threshold", "max_params_pure_dp",
     "max_pure_dp", "ep_compute_comm_ratio", "ep_max_degree", "bubble_fraction", "pipeline_schedule",
     "checkpoint_bytes", "training_memory", "min_chips_for_memory", "zero_memory",
@@ -96,30 +97,48 @@ def alpha(chip, dtype: str = "bf16") -> float:
 def dp_min_tokens_per_chip(chip, n_axes: int = 1, dtype: str = "bf16") -> float:
     """Per-chip batch (tokens) above which DP/FSDP is compute-bound: α / n_axes. Book: sec-05-critical-batch.
 
-    TPU v5p: 2550 on one axis, 850 on three.
+    TPU v5p: 2550 on one axis, 850 on three; TPU v5e (a 2-D torus) at most 2 axes: 1094.
+    ``n_axes`` above the chip's torus dimension raises ValueError (``hardware.check_n_axes``).
     """
     n = _pos_int("n_axes", n_axes)
+    hardware.check_n_axes(chip, n)
     return alpha(chip, dtype) / n
 
 
 def tp_max_degree(d_ff, chip, n_axes: int = 1, dtype: str = "bf16"):
     """Largest tensor-parallel degree that stays compute-bound: Y < n F / α. Book: eq-05-tp-bound.
 
-    Independent of batch and of dtype (int8 doubles C but halves the bytes).
+    Independent of batch and of dtype (int8 doubles C but halves the bytes). ``n_axes`` is
+    checked against the chip's torus (``hardware.check_n_axes``).
     """
     f = check_positive("d_ff", d_ff)
     n = _pos_int("n_axes", n_axes)
+    hardware.check_n_axes(chip, n)
     return _arr(n * f / alpha(chip, dtype if dtype != "int8" else "bf16"))
 
 
-def mixed_min_tokens_per_chip(d_ff, chip, mx_my: int = 2, dtype: str = "bf16"):
+def _check_mx_my(chip, mx_my, name: str = "mx_my") -> int:
+    """M_X·M_Y for ``chip``: None = the largest its torus allows (``hardware.max_mx_my``)."""
+    best = hardware.max_mx_my(chip)
+    if mx_my is None:
+        return best
+    m = _pos_int(name, mx_my)
+    if m > best:
+        c = _chip(chip)
+        raise ValueError(f"{name}={m} is impossible on {c.name}: with {hardware.network_axes(c)} "
+                         f"torus axes shared by FSDP (M_X) and TP (M_Y), M_X·M_Y is at most {best}")
+    return m
+
+
+def mixed_min_tokens_per_chip(d_ff, chip, mx_my: int | None = None, dtype: str = "bf16"):
     """Per-chip batch above which optimal FSDP+TP is compute-bound: 4α² / (M_X M_Y F).
 
     Book: eq-05-mixed-bound. On a 3D torus M_X M_Y = 2 (≈ 397 on v5p for F = 32,768; 453.6 for
-    LLaMA-3-70B's F = 28,672); on a 2D torus 1.
+    LLaMA-3-70B's F = 28,672); on a 2D torus 1 (585 on v5e for F = 32,768). ``mx_my=None`` takes
+    the largest product the chip's torus allows; a larger one raises ValueError.
     """
     f = check_positive("d_ff", d_ff)
-    m = _pos_int("mx_my", mx_my)
+    m = _check_mx_my(chip, mx_my)
     a = alpha(chip, dtype)
     return _arr(4 * a * a / (m * f))
 
@@ -133,16 +152,16 @@ def optimal_fsdp(batch_tokens, n_chips, d_ff, m_x: int = 2, m_y: int = 1):
     return _arr(np.sqrt(b / f * m_x / m_y * n))
 
 
-def mixed_compute_comm_ratio(batch_tokens, n_chips, d_ff, chip, mx_my: int = 2):
+def mixed_compute_comm_ratio(batch_tokens, n_chips, d_ff, chip, mx_my: int | None = None):
     """T_math / T_comms of optimal FSDP+TP: sqrt(B F M_X M_Y) / (2 α sqrt(N)). Book: eq-05-mixed-ratio.
 
     Equals sqrt((B/N) / mixed_min_tokens_per_chip): below 1 the step is communication-bound and
-    runs ≈ 1/ratio times slower than its FLOPs.
+    runs ≈ 1/ratio times slower than its FLOPs. ``mx_my=None``: the chip's best (2 on a 3-D torus).
     """
     b = check_positive("batch_tokens", batch_tokens)
     n = check_positive("n_chips", n_chips)
     f = check_positive("d_ff", d_ff)
-    m = _pos_int("mx_my", mx_my)
+    m = _check_mx_my(chip, mx_my)
     return _arr(np.sqrt(b * f * m) / (2 * alpha(chip) * np.sqrt(n)))
 
 
@@ -163,6 +182,9 @@ def mesh_axes_spanned(group_size, axis_len: int = 16, max_axes: int = 3) -> int:
 
     1 for groups up to one axis (16), 2 up to 256, 3 beyond; capped at ``max_axes`` (3 on a 3D
     torus, 2 on v5e/v6e). A group of 1 uses no axis but counts as 1 (it never communicates).
+    Each group is counted on its own, which is the interactive chart's convention (P5.15): two
+    nested groups can then claim more axes than the torus has (FSDP 512 → 3 plus TP 8 → 1 on a
+    3-axis torus). The planner uses ``torus_axes_owned``, which counts every axis once.
     """
     g = _pos_int("group_size", group_size)
     a = _pos_int("axis_len", axis_len, 2)
@@ -254,6 +276,8 @@ def fsdp_tp_layer_times(batch_tokens, d_model, d_ff, n_fsdp, n_tp, chip, m_x: in
     X, Y = _pos_int("n_fsdp", n_fsdp), _pos_int("n_tp", n_tp)
     mx, my = _pos_int("m_x", m_x), _pos_int("m_y", m_y)
     chip = _chip(chip)
+    hardware.check_n_axes(chip, mx, "m_x")
+    hardware.check_n_axes(chip, my, "m_y")
     C, W = hardware.peak_flops(chip), _link_bw(chip)
     N = X * Y
     t_math = 4 * np.asarray(B) * D * F / (N * C)
@@ -272,6 +296,8 @@ def fsdp_tp_threshold(n_fsdp, n_tp, m_x, m_y, d_ff, chip) -> float:
     """
     X, Y = _pos_int("n_fsdp", n_fsdp), _pos_int("n_tp", n_tp)
     mx, my = _pos_int("m_x", m_x), _pos_int("m_y", m_y)
+    hardware.check_n_axes(chip, mx, "m_x")
+    hardware.check_n_axes(chip, my, "m_y")
     F = check_positive("d_ff", d_ff, allow_array=False)
     a = alpha(chip)
     if Y > 1 and Y * a / (my * F) >= 1.0:
@@ -441,6 +467,7 @@ def fsdp_step_comm_time(n_params, chip, n_axes: int = 1, param_bytes: float = 2.
     """
     P = check_positive("n_params", n_params)
     n = _pos_int("n_axes", n_axes)
+    hardware.check_n_axes(chip, n)
     b = check_positive("param_bytes", param_bytes, allow_array=False)
     return _arr(3 * np.asarray(P) * b / (n * _link_bw(chip)))
 
@@ -775,14 +802,43 @@ _FAIL_REASONS = {
 }
 
 
+def torus_axes_owned(group, inner, axis_len: int = 16, torus_dims: int = 3):
+    """Effective torus axes M of a group of ``group`` chips laid out after ``inner`` chips of
+    inner groups (innermost first), on a torus of ``torus_dims`` axes of ``axis_len`` chips.
+
+    Chips fill the torus axis by axis (the planner's placement: TP innermost, then EP, FSDP, PP,
+    DP). A group *owns* every axis on which it is the innermost group (its rings there run over
+    consecutive chips and have the axis's links to themselves); an axis that an inner group has
+    started belongs to that inner group. So the axes of nested groups add up to at most
+    ``torus_dims`` (FSDP 512 × TP 8 on 16×16×16: M_Y = 1, M_X = 2, the book's M_X + M_Y = 3;
+    review ch04-06 M1). A group that owns no axis (it sits on the rest of an axis an inner group
+    started, e.g. FSDP 8 outside TP 512) runs strided rings over links that ``s`` interleaved
+    rings share, ``s`` = the inner groups' factor on that axis: it gets 1/s of the axis. The last
+    axis absorbs any excess (a v5p pod's longer axes). Vectorised over ``group`` and ``inner``;
+    a group of 1 gets 1 (it never communicates). Book: sec-05-mixed (M_X, M_Y).
+    """
+    a = float(_pos_int("axis_len", axis_len, 2))
+    dims = _pos_int("torus_dims", torus_dims)
+    group = np.asarray(group, dtype=float)
+    inner = np.asarray(inner, dtype=float)
+    eps = 1e-9
+    li = np.log(np.maximum(inner, 1)) / np.log(a)
+    lg = np.log(np.maximum(inner * group, 1)) / np.log(a)
+    own = np.zeros(np.broadcast(group, inner).shape)
+    for j in range(dims):
+        own = own + ((li <= j + eps) & (lg > j + eps))
+    j0 = np.minimum(np.floor(li + eps), dims - 1)
+    shared = 1.0 / a ** np.maximum(li - j0, 0.0)
+    return np.where(group > 1, np.where(own > 0, own, shared), 1.0)
+
+
 def _axes(cluster: Cluster, group, inner):
     """(n_axes, bandwidth) for groups of size ``group`` placed after ``inner`` chips (arrays)."""
     chip = cluster.chip
     group = np.asarray(group, dtype=float)
     inner = np.asarray(inner, dtype=float)
     if chip.family == "tpu":
-        m = np.where(group > 1, np.ceil(np.log(np.maximum(group, 1)) / np.log(cluster.axis_len) - 1e-9), 1)
-        m = np.clip(m, 1, cluster.torus_dims)
+        m = torus_axes_owned(group, inner, cluster.axis_len, cluster.torus_dims)
         return m, np.full(group.shape, chip.ici_bw_bidi)
     # GPU: inside the NVLink domain at NVLink speed, else the node's NIC per GPU
     inside = inner * group <= cluster.pod_chips

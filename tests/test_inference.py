@@ -146,8 +146,8 @@ def test_two_d_p7_20():
     # at N = 72 the optimal 2-D time equals the 1-D time over 3 axes
     N = 72
     o = inf.two_d_ws_optimum(8192, 32768, N)
-    t2 = inf.two_d_ws_comm_time(16, 8192, 32768, o["X"], o["YZ"], V5E)
-    t1 = inf.one_d_mp_comm_time(16, 8192, V5E, 3)
+    t2 = inf.two_d_ws_comm_time(16, 8192, 32768, o["X"], o["YZ"], "v4p")
+    t1 = inf.one_d_mp_comm_time(16, 8192, "v4p", 3)
     assert t2 == pytest.approx(t1, rel=1e-9)
 
 
@@ -462,3 +462,45 @@ def test_intensity_widget(capsys):
     assert "计算受限" in capsys.readouterr().out           # prefill T/2 = 4096 > 240
     wi.draw_intensity(S=8192, T=1, G=8)
     assert "内存带宽受限" in capsys.readouterr().out
+
+
+# ---- issue 13, review ch07-09 M1: float ties on the Pareto front ------------------------------
+
+def test_pareto_mask_float_tie_keeps_only_the_faster_point():
+    # two points whose throughputs differ only by float noise: the slower one is dominated
+    lat = np.array([8.95e-3, 11.74e-3, 5e-3])
+    thr = np.array([425.99208433143644, 425.9920843314365, 300.0])
+    assert inf.pareto_mask(lat, thr).tolist() == [True, False, True]
+    # a real gain (above the tolerance) still counts
+    assert inf.pareto_mask(lat, thr * np.array([1, 1 + 1e-6, 1])).tolist() == [True, True, True]
+    # exact latency ties: only the higher throughput survives
+    assert inf.pareto_mask([1.0, 1.0], [2.0, 1.0]).tolist() == [True, False]
+
+
+def test_budget_choice_breaks_throughput_ties_by_latency():
+    """Once the MLP is compute-bound, tokens/s/chip stops depending on B: within a budget the
+    lowest-latency point of the tied group wins (ch. 8 budget table, 20 and 40 ms rows)."""
+    grid = inf.serving_grid(L70, 8192, V5E)
+    for budget in (20e-3, 40e-3):
+        i = grid.best_under(budget)
+        ok = grid.latency_s <= budget
+        top = grid.tok_s_chip[ok].max()
+        assert grid.tok_s_chip[i] >= top * (1 - inf.PARETO_RTOL)
+        tied = ok & (grid.tok_s_chip >= top * (1 - inf.PARETO_RTOL))
+        assert grid.latency_s[i] == grid.latency_s[tied].min()
+        assert grid.pareto[i], "the chosen point must be on the Pareto front"
+    best = inf.best_config_under_latency(L70, V5E, 8192, 20e-3)
+    fr = inf.pareto_frontier(L70, 8192, best["n_chips"], V5E)
+    same = np.abs(fr.tok_s_chip - best["tok_s_chip"]) <= best["tok_s_chip"] * inf.PARETO_RTOL
+    assert best["step_s"] == pytest.approx(fr.latency_s[same & (fr.latency_s <= 20e-3)].min())
+    with pytest.raises(inf.Infeasible, match="no point"):
+        grid.best_under(1e-6)
+
+
+def test_serving_axis_counts_checked_against_chip():
+    with pytest.raises(ValueError, match="impossible on TPU v5e"):
+        inf.one_d_mp_comm_time(32, 8192, V5E, 3)
+    with pytest.raises(ValueError, match="impossible on TPU v5e"):
+        inf.max_model_parallelism(28672, V5E, 3)
+    assert inf.one_d_mp_comm_time(32, 8192, "v4p") == pytest.approx(
+        inf.one_d_mp_comm_time(32, 8192, "v4p", 3))

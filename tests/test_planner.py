@@ -189,3 +189,36 @@ def test_regime_map_boundary_is_mixed_bound():
     r = wt.regime_map(28672, "TPU v5p", 2, tpc=[400.0, 460.0], chips=[8192.0])
     assert r["ratio"][0, 0] < 1 < r["ratio"][0, 1]             # 453.6 tokens/chip (P6.9)
     assert r["names"][r["best"][0, 1]] == "FSDP + TP"
+
+
+# ---- issue 13, review ch04-06 M1: nested groups never claim more torus axes than exist ---------
+
+@pytest.mark.parametrize("tp,fsdp,m_y,m_x", [
+    (8, 512, 1, 2),       # the book's hand analysis: M_X + M_Y = 3 on 16×16×16
+    (4, 1024, 1, 2),
+    (2, 2048, 1, 2),
+    (1, 4096, 1, 3),
+    (16, 256, 1, 2),
+    (256, 16, 2, 1),
+    (512, 8, 3, 0.5),     # FSDP on the rest of TP's third axis: strided rings, 1/2 of its links
+])
+def test_torus_axes_owned_adds_up_to_the_torus(tp, fsdp, m_y, m_x):
+    my = float(tr.torus_axes_owned(tp, 1, 16, 3))
+    mx = float(tr.torus_axes_owned(fsdp, tp, 16, 3))
+    assert (my, mx) == (m_y, m_x), f"TP {tp} × FSDP {fsdp}: got M_Y={my}, M_X={mx}"
+    owned = [m for m, g in ((my, tp), (mx, fsdp)) if g > 1 and m >= 1]
+    assert sum(owned) <= 3, f"TP {tp} × FSDP {fsdp} owns {sum(owned)} axes of a 3-axis torus"
+
+
+def test_planner_fsdp_tp_axes_never_exceed_torus():
+    """The old rule gave FSDP 512 three axes and TP 8 one (4 on a 3-axis torus); the planner's
+    FSDP time now uses 2 axes, so it is 3/2 of the 3-axis time."""
+    cl = tr.Cluster("v5p", 4096)
+    r = tr.evaluate(tr.Strategy(fsdp=512, tp=8), L70, cl, 4 * 2**20, 4096)
+    r3 = tr.evaluate(tr.Strategy(fsdp=4096), L70, cl, 4 * 2**20, 4096)
+    wb = 2.0 * (L70.params() - 2 * L70.vocab * L70.d_model) / L70.n_layers  # bf16 bytes per layer
+    # pure FSDP: 3 axes, gathered forward + backward + one ReduceScatter = 3 × weight bytes
+    assert r3.comms["fsdp"] == pytest.approx(3 * wb * L70.n_layers / (3 * cl.chip.ici_bw_bidi),
+                                             rel=0.02)
+    assert r.comms["fsdp"] == pytest.approx(3 * wb * L70.n_layers / 8 / (2 * cl.chip.ici_bw_bidi),
+                                            rel=0.02)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from scaling_lib import devices, models, training as tr
+from scaling_lib import devices, hardware, models, training as tr
 
 devices.setup(8)     # before anything imports jax: the proof below needs 8 simulated devices
 
@@ -289,3 +289,31 @@ def test_count_collectives_tuple_allreduce():
             "all-reduce(%a, %b, %c), replica_groups={{0,1}}, to_apply=%add")
     assert tr.count_collectives(line) == {"all-reduce": 1}
     assert tr.count_collectives("%x = f32[8] all-gather-start(%y)\n%z = f32[8] all-gather-done(%x)") == {"all-gather": 1}
+
+
+# ---- issue 13, review ch10-12 H1/H2: an axis count the chip does not have is an error ----------
+
+@pytest.mark.parametrize("call", [
+    lambda: tr.dp_min_tokens_per_chip("v5e", 3),
+    lambda: tr.tp_max_degree(28672, "v6e", 3),
+    lambda: tr.mixed_min_tokens_per_chip(32768, "v5e", 2),
+    lambda: tr.mixed_compute_comm_ratio(4e6, 4096, 32768, "v5e", 2),
+    lambda: tr.fsdp_tp_layer_times(1e6, 8192, 32768, 64, 4, "v5e", 3, 1),
+    lambda: tr.fsdp_tp_threshold(64, 4, 1, 3, 32768, "v5e"),
+    lambda: tr.fsdp_step_comm_time(13e9, "v5e", 3),
+    lambda: tr.dp_min_tokens_per_chip("v5p", 4),
+    lambda: tr.mixed_min_tokens_per_chip(32768, "v5p", 3),
+    lambda: tr.dp_min_tokens_per_chip("H100", 2),
+])
+def test_impossible_axis_count_names_chip_and_axes(call):
+    with pytest.raises(ValueError, match=r"impossible on (TPU v5e|TPU v6e|TPU v5p|H100).*at most"):
+        call()
+
+
+def test_cheat_sheet_v5e_values():
+    """CANON §1.4: v5e DP/FSDP on its 2 axes 2189/2 ≈ 1094; FSDP+TP with M_X·M_Y = 1: 585."""
+    assert tr.dp_min_tokens_per_chip("v5e", 2) == pytest.approx(1094.4, rel=1e-3)
+    assert tr.mixed_min_tokens_per_chip(32768, "v5e") == pytest.approx(584.9, rel=1e-3)
+    assert tr.mixed_min_tokens_per_chip(32768, "v5p") == pytest.approx(396.9, rel=1e-3)
+    assert hardware.max_mx_my("v5e") == 1 and hardware.max_mx_my("v5p") == 2
+    assert hardware.network_axes("v5e") == 2 and hardware.network_axes("H100") == 1

@@ -44,6 +44,14 @@ def _p58():
     return tr.train_time(tr.total_train_flops(L70.params(), 15e12), V5P, n, mfu=0.5) / DAY
 
 
+def _p512_sample(rng):
+    """F, a chip, and an M_X·M_Y its torus allows (1 on the 2-D v5e/v6e, 1 or 2 on 3-D tori)."""
+    chip = ["v5p", "v4p", "v5e", "v6e"][int(rng.integers(0, 4))]
+    hi = hardware.max_mx_my(chip)
+    return {"d_ff": int(rng.integers(4096, 65536)), "chip": chip,
+            "mx_my": int(rng.integers(1, hi + 1))}
+
+
 def _p59_choice():
     return "A" if 16 < tr.tp_max_degree(28672, V5P) else "B"
 
@@ -127,9 +135,7 @@ EXERCISES = [
     Exercise("5.12", "mixed_min", "function",
              lambda d_ff, chip, mx_my: float(tr.mixed_min_tokens_per_chip(d_ff, chip, mx_my)),
              rtol=0.01, unit="token/芯片",
-             sampler=lambda rng: {"d_ff": int(rng.integers(4096, 65536)),
-                                  "chip": ["v5p", "v4p", "v5e", "v6e"][int(rng.integers(0, 4))],
-                                  "mx_my": int(rng.integers(1, 3))},
+             sampler=_p512_sample,
              explain="4α²/(M_X M_Y F)：F = 32,768、M_X M_Y = 2 时约 397，是纯 FSDP 850 的一半不到。"),
     Exercise("5.12b", "mixed_min_v5p", "number", lambda: tr.mixed_min_tokens_per_chip(32768, V5P),
              rtol=0.03, unit="token/芯片", accept=(400.0,),

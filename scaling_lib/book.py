@@ -21,3 +21,86 @@ def glue(name: str, value, display: bool = False):
             _display(value)
         return None
     return _glue(name, value, display=display)
+
+
+# ---- library code in view --------------------------------------------------------------------
+
+class SourceBlock:
+    """The source of one library function, shown as a collapsed block (see ``show_source``).
+
+    No line numbers are shown: they would change the stored output whenever code *above* the
+    function moves. ``_repr_html_`` is a ``<details>`` dropdown with the code highlighted by pygments using inline
+    styles, so it looks the same on the website, in JupyterLab and in Colab, none of which needs
+    a stylesheet of ours; ``__repr__`` is one deterministic line (nbval compares both).
+    """
+
+    def __init__(self, obj, summary: str | None = None, open: bool = False):
+        import inspect
+        import os
+
+        target = obj.fget if isinstance(obj, property) else obj
+        target = getattr(target, "__wrapped__", target)
+        if not (inspect.isfunction(target) or inspect.ismethod(target) or inspect.isclass(target)):
+            raise TypeError(f"show_source shows functions, methods, properties and classes of "
+                            f"scaling_lib; got {type(obj).__name__} {obj!r}")
+        try:
+            lines, first = inspect.getsourcelines(target)
+        except (OSError, TypeError) as e:
+            raise TypeError(f"no Python source for {obj!r} ({e})") from None
+        mod = inspect.getmodule(target)
+        modname = mod.__name__ if mod else "?"
+        if not modname.startswith("scaling_lib"):
+            raise ValueError(f"show_source is for the book's library; {target.__qualname__} is "
+                             f"from {modname}")
+        path = inspect.getsourcefile(target) or ""
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.path = os.path.relpath(path, root).replace(os.sep, "/") if path else modname
+        self.first = first
+        self.last = first + len(lines) - 1
+        self.name = f"{modname}.{target.__qualname__}"
+        import textwrap
+        self.code = textwrap.dedent("".join(lines)).rstrip()
+        self.summary = summary or f"看代码：{self.name}"
+        self.open = bool(open)
+
+    def __repr__(self) -> str:
+        return f"{self.summary}（{self.path}）"
+
+    def _repr_html_(self) -> str:
+        import html as _html
+        try:
+            from pygments import highlight
+            from pygments.formatters import HtmlFormatter
+            from pygments.lexers import PythonLexer
+            body = highlight(self.code, PythonLexer(),
+                             HtmlFormatter(noclasses=True, style="friendly", nowrap=True))
+        except ImportError:  # pragma: no cover - pygments ships with IPython
+            body = _html.escape(self.code)
+        return (f'<details class="sl-source"{" open" if self.open else ""} style="border:1px solid '
+                f'#d0d7de;border-left:4px solid #0072B2;border-radius:4px;margin:0.6em 0;'
+                f'padding:0.2em 0.8em;background:#f6f8fa">'
+                f'<summary style="cursor:pointer;font-weight:600;padding:0.3em 0">'
+                f'{_html.escape(self.summary)}'
+                f'<span style="font-weight:400;color:#57606a;font-size:0.85em">'
+                f'（{_html.escape(self.path)}）</span></summary>'
+                f'<pre style="margin:0.4em 0 0.6em;overflow-x:auto;font-size:0.85em;line-height:1.45;'
+                f'background:transparent;border:0;padding:0"><code>{body}</code></pre></details>')
+
+
+def show_source(obj, summary: str | None = None, open: bool = False) -> SourceBlock:
+    """Show the source of a ``scaling_lib`` function next to the prose that derives its formula.
+
+    The code is read from the installed library when the notebook runs (``inspect``), never copied
+    by hand, so the book and the library cannot drift apart: a change to the function changes the
+    stored output, and nbval then asks for the notebook to be re-executed. Collapsed by default
+    (``open=True`` to unfold). Use as the last line of a cell::
+
+        from scaling_lib.book import show_source
+        show_source(roofline.matmul_time, "看代码：Roofline 时间怎么算")
+    """
+    if summary is not None and (not isinstance(summary, str) or not summary.strip()):
+        raise ValueError(f"summary must be a non-empty string or None, got {summary!r}")
+    return SourceBlock(obj, summary, open)
+
+
+__all__ += ["show_source", "SourceBlock"]

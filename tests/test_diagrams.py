@@ -237,3 +237,27 @@ def test_palette():
     assert len(set(G.palette(16))) == 16
     with pytest.raises(ValueError):
         G.palette(0)
+
+
+# ---- show_source ------------------------------------------------------------------------------
+
+def test_show_source_reads_the_library():
+    import inspect
+    from scaling_lib import profiling
+    from scaling_lib.book import show_source
+    b = show_source(profiling.expected_op_time, "看代码：一个算子的 Roofline 时间")
+    assert b.code.startswith("def expected_op_time(")
+    assert b.code == inspect.getsource(profiling.expected_op_time).rstrip()
+    html = b._repr_html_()
+    assert html.startswith('<details class="sl-source"') and "<summary" in html and " open" not in html.split(">")[0]
+    assert "expected_op_time" in html and "scaling_lib/profiling.py" in html
+    assert repr(b) == "看代码：一个算子的 Roofline 时间（scaling_lib/profiling.py）"
+    assert show_source(profiling.expected_op_time, open=True)._repr_html_().startswith('<details class="sl-source" open')
+    p = show_source(profiling.CompileReport.memory_bytes)
+    assert p.code.startswith("@property\ndef memory_bytes")          # dedented method
+    with pytest.raises(TypeError, match="functions"):
+        show_source(len)
+    with pytest.raises(ValueError, match="book's library"):
+        show_source(np.linspace)
+    with pytest.raises(ValueError, match="summary"):
+        show_source(profiling.expected_op_time, "")

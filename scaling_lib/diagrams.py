@@ -552,3 +552,216 @@ def systolic_animation(M: int = 4, S: int = 4, N: int = 4, duration_ms: int = 60
                                     "showarrow": False, "font": {"size": 11}}])
     _anim_controls(fig, [str(t + 1) for t in range(T)], duration_ms, "拍：")
     return _tidy_frames(fig)
+
+
+# ---- the profiler's three views (chapter 9) ------------------------------------------------------
+
+_BAR_COLOUR = {"step": "#999999", "host": "#56B4E9", "module": "#E69F00", "matmul": "#0072B2",
+               "collective": "#D55E00", "other": "#009E73"}
+
+
+def _lane_order(lane: str):
+    if lane.startswith("主机"):
+        return (0, 0 if "训练步" in lane else 1, 0)
+    import re as _re
+    m = _re.match(r"设备 (\d+) · (.*)", lane)
+    if m:
+        return (1, int(m.group(1)), 0 if "模块" in m.group(2) else 1)
+    return (2, 0, lane)
+
+
+def trace_timeline(bars, title: str = "Trace Viewer 式时间线", height: int | None = None):
+    """A captured trace drawn the way Trace Viewer / Perfetto draw it: one lane per row (host
+    steps and Python calls on top; per device an "XLA 模块" row and an "XLA 算子" row), one bar
+    per event, collectives in red, matmul fusions in blue. Hover shows the op, its duration and
+    the JAX source (named scopes) it came from. Zoom by dragging on the plot or the range slider
+    below it, double-click to reset: plain plotly, so it works on the website without a kernel.
+
+    ``bars``: ``profiling.timeline_bars(trace, sources, step)``. Times are shown in ms.
+    """
+    import plotly.graph_objects as go
+    from .profiling import BAR_KINDS
+
+    bars = list(bars)
+    if not bars:
+        raise ValueError("no bars to draw: pass profiling.timeline_bars(...)")
+    lanes = sorted({b.lane for b in bars}, key=_lane_order)
+    fig = go.Figure()
+    for kind, label in BAR_KINDS.items():
+        sel = [b for b in bars if b.kind == kind]
+        if not sel:
+            continue
+        hover = [f"{b.name}<br>{b.duration_s * 1e3:.3g} ms（起点 {b.start_s * 1e3:.3g} ms）"
+                 + (f"<br>来源：{b.source}" if b.source else "") for b in sel]
+        fig.add_trace(go.Bar(
+            y=[b.lane for b in sel], x=[b.duration_s * 1e3 for b in sel],
+            base=[b.start_s * 1e3 for b in sel], orientation="h", name=label,
+            marker={"color": _BAR_COLOUR[kind], "line": {"color": "white", "width": 0.5}},
+            hovertext=hover, hoverinfo="text",
+            width=0.8 if kind not in ("step", "module") else 0.5))
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}}, barmode="overlay", font=_FONT,
+        template="plotly_white", height=height or int(220 + 26 * len(lanes)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40}, hovermode="closest",
+        legend={"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0},
+        xaxis={"title": {"text": "时间（ms）；在图上拖动可放大，双击还原"},
+               "rangeslider": {"visible": True, "thickness": 0.06}},
+        yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "automargin": True,
+               "fixedrange": True})
+    return tidy(fig)
+
+
+def fusion_graph(hlo_text: str, computation: str | None = None, scope: str | None = None,
+                 max_nodes: int = 40, title: str | None = None):
+    """One computation of an optimised HLO module as a graph, like XProf's Graph Viewer: a box per
+    instruction (name, shape), an edge from each operand to its user, laid out top to bottom by
+    dependency depth; dots (and fusions holding one), other fusions and collectives coloured;
+    hover shows the opcode, shape, fusion kind and the JAX source it came from.
+
+    ``computation``: a computation name (e.g. a fusion's ``calls=``), default ENTRY. ``scope``:
+    keep only instructions whose source (``op_name``) contains it, e.g. ``"mlp"`` — the
+    neighbourhood Graph Viewer opens around an op — plus the operands they read (drawn as inputs).
+    Returns a plotly figure (static; hover works without a kernel).
+    """
+    import plotly.graph_objects as go
+    from .profiling import hlo_ops
+
+    ops_all = hlo_ops(hlo_text)
+    if computation is None:
+        ops = [o for o in ops_all if o.in_entry]
+        comp = "ENTRY"
+    else:
+        ops = [o for o in ops_all if o.computation == computation]
+        comp = computation
+        if not ops:
+            names = sorted({o.computation for o in ops_all})
+            raise ValueError(f"no computation {computation!r} in the HLO; it has: {', '.join(names)}")
+    inputs = set()
+    if scope is not None:
+        keep = [o for o in ops if scope in o.op_name]
+        if not keep:
+            raise ValueError(f"no instruction of {comp} comes from a source containing {scope!r}")
+        names = {o.name for o in keep}
+        inputs = {a for o in keep for a in o.operands} - names
+        ops = [o for o in ops if o.name in names or o.name in inputs]
+        comp = f"{comp} 中来自 {scope} 的部分"
+    if len(ops) > max_nodes:
+        raise ValueError(f"{comp} has {len(ops)} instructions (> max_nodes={max_nodes}); pass "
+                         f"scope=... or a fusion's computation")
+    idx = {o.name: i for i, o in enumerate(ops)}
+    depth = [0] * len(ops)
+    for i, o in enumerate(ops):
+        ins = [idx[a] for a in o.operands if a in idx and o.name not in inputs]
+        depth[i] = 0 if o.name in inputs else 1 + max((depth[j] for j in ins), default=-1)
+    cols: dict = {}
+    pos = []
+    for i, d in enumerate(depth):
+        k = cols.get(d, 0)
+        cols[d] = k + 1
+        pos.append((k * 4.0, -d * 1.0))
+
+    def kind(o):
+        if o.name in inputs:
+            return "input", "#999999"
+        if o.opcode in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                        "collective-permute", "all-reduce-start", "all-gather-start"):
+            return "collective", "#D55E00"
+        if o.opcode in ("dot", "convolution") or (o.opcode in ("fusion", "custom-call")
+                                                  and "dot_general" in o.op_name) or (
+                o.opcode == "fusion" and _calls_dot(ops_all, o)):
+            return "matmul", "#0072B2"
+        if o.opcode == "fusion":
+            return "fusion", "#009E73"
+        if o.opcode == "parameter":
+            return "input", "#999999"
+        return "other", "#CC79A7"
+
+    ex, ey = [], []
+    for i, o in enumerate(ops):
+        if o.name in inputs:
+            continue
+        for a in o.operands:
+            if a in idx:
+                (x0, y0), (x1, y1) = pos[idx[a]], pos[i]
+                ex += [x0, x1, None]
+                ey += [y0 - 0.12, y1 + 0.12, None]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ex or [None], y=ey or [None], mode="lines", hoverinfo="skip",
+                             line={"color": "#aaaaaa", "width": 1.2}, showlegend=False))
+    groups: dict = {}
+    for i, o in enumerate(ops):
+        groups.setdefault(kind(o), []).append(i)
+    zh = {"collective": "集合通信", "matmul": "矩阵乘法（dot 或含 dot 的融合）", "fusion": "其他融合",
+          "input": "参数或输入", "other": "其他指令（bitcast、copy……）"}
+    for (k, c), members in sorted(groups.items(), key=lambda kv: list(zh).index(kv[0][0])):
+        fig.add_trace(go.Scatter(
+            x=[pos[i][0] for i in members], y=[pos[i][1] for i in members], mode="markers+text",
+            name=zh[k], marker={"symbol": "square", "size": 14, "color": c},
+            text=[f"{ops[i].name}  {ops[i].shape.split('{')[0][:26]}" for i in members],
+            textposition="middle right", textfont={"size": 10},
+            hovertext=[f"{ops[i].name} = {ops[i].opcode}  {ops[i].shape[:80]}"
+                       + (f"<br>kind={ops[i].fusion_kind}" if ops[i].fusion_kind else "")
+                       + (f"<br>calls={ops[i].calls}" if ops[i].calls else "")
+                       + (f"<br>来源：{ops[i].op_name}" if ops[i].op_name else "") for i in members],
+            hoverinfo="text"))
+    n_depth = max(depth) + 1
+    width = max(cols.values())
+    fig.update_layout(
+        title={"text": title or f"HLO 图：{comp}（{len(ops)} 条指令）", "font": {"size": 14}},
+        font=_FONT, template="plotly_white", height=int(170 + 46 * n_depth),
+        margin={"l": 10, "r": 10, "t": 60, "b": 20}, hovermode="closest",
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+        xaxis={"visible": False, "range": [-0.6, 4.0 * width + 0.4]},
+        yaxis={"visible": False, "range": [-(n_depth - 1) - 0.6, 0.6]})
+    return tidy(fig)
+
+
+def _calls_dot(ops_all, fusion_op) -> bool:
+    return bool(fusion_op.calls) and any(o.computation == fusion_op.calls and o.opcode in ("dot", "convolution")
+                                         for o in ops_all)
+
+
+def memory_timeline(profile, title: str = "内存剖析：活着的缓冲区随程序推进", top: int = 6):
+    """XProf's Memory Profile and Memory Viewer, modelled from the HLO: live bytes along the
+    program's scheduled instructions (a step line, the peak marked) and, beside it, the buffers
+    alive at the peak, largest first. ``profile``: ``profiling.memory_profile(hlo_text)``.
+    Returns a plotly figure (static)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    from .units import fmt_bytes
+
+    live = np.asarray(profile.live, dtype=float)
+    n = len(live)
+    unit, scale = ("MB", 1e6) if live.max() >= 1e6 else ("kB", 1e3)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.12,
+                        subplot_titles=("活跃内存（按指令执行顺序）", "峰值时活着的缓冲区"))
+    fig.add_trace(go.Scatter(
+        x=list(range(n)), y=(live / scale).tolist(), mode="lines", line={"shape": "hv", "width": 2,
+                                                                       "color": "#0072B2"},
+        fill="tozeroy", name="活跃内存",
+        hovertext=[f"{nm}（{op}）：{fmt_bytes(v)}" for nm, op, v in
+                   zip(profile.names, profile.opcodes, live)], hoverinfo="text"), row=1, col=1)
+    fig.add_trace(go.Scatter(
+        x=[0, n - 1], y=[profile.argument_bytes / scale] * 2, mode="lines", name="参数（常驻）",
+        line={"dash": "dot", "color": "#999999"}, hoverinfo="skip"), row=1, col=1)
+    fig.add_trace(go.Scatter(
+        x=[profile.peak_index], y=[profile.peak_bytes / scale], mode="markers+text",
+        marker={"color": "#D55E00", "size": 10}, text=[f"峰值 {fmt_bytes(profile.peak_bytes)}"],
+        textposition="top center", name="峰值", hoverinfo="skip"), row=1, col=1)
+    rows = list(profile.at_peak[:top])
+    fig.add_trace(go.Bar(
+        y=[r[0] for r in rows][::-1], x=[r[2] / scale for r in rows][::-1], orientation="h",
+        marker={"color": ["#999999" if r[1] == "parameter" else "#0072B2" for r in rows][::-1]},
+        hovertext=[f"{r[0]}（{r[1]}）{fmt_bytes(r[2])}" + (f"<br>来源：{r[3]}" if r[3] else "")
+                   for r in rows][::-1], hoverinfo="text", showlegend=False), row=1, col=2)
+    fig.update_xaxes(title_text="指令序号（调度顺序）", row=1, col=1)
+    fig.update_yaxes(title_text=f"字节（{unit}）", row=1, col=1,
+                     range=[0, float(live.max() / scale * 1.25)])
+    fig.update_xaxes(title_text=f"字节（{unit}）", row=1, col=2)
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, font=_FONT,
+                      template="plotly_white", height=400, margin={"l": 10, "r": 10, "t": 90, "b": 40},
+                      legend={"orientation": "h", "y": -0.25, "x": 0})
+    return tidy(fig)
+
+
+__all__ += ["trace_timeline", "fusion_graph", "memory_timeline"]

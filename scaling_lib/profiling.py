@@ -789,6 +789,8 @@ class TraceEvent:
     hlo_op: str = ""
     hlo_module: str = ""
     step: int | None = None
+    device: int | None = None       #: device ordinal of an XLA op (CPU traces: ``device_ordinal``)
+    run_id: int | None = None       #: which execution of the program the op belongs to
 
 
 def trace_events(path) -> list:
@@ -812,11 +814,15 @@ def trace_events(path) -> list:
                     continue
                 st = dict(ev.stats)
                 step = st.get("step_num")
+                dev = st.get("device_ordinal", st.get("global_device_id"))
+                run = st.get("run_id")
                 out.append(TraceEvent(plane=plane.name, line=line.name, name=ev.name,
                                       start_ns=float(ev.start_ns), duration_ns=float(ev.duration_ns),
                                       hlo_op=str(st.get("hlo_op", "")),
                                       hlo_module=str(st.get("hlo_module", "")),
-                                      step=int(step) if step is not None else None))
+                                      step=int(step) if step is not None else None,
+                                      device=int(dev) if dev is not None else None,
+                                      run_id=int(run) if run is not None else None))
     return out
 
 
@@ -991,3 +997,202 @@ def collective_matmul_timeline(B, D, F, X, Y, chip="v5e", bytes_per_elem=2,
                 bars.append(("ppermute", dev, t, t + m.t_permute_step))
                 t += max(m.t_compute_step, m.t_permute_step)
     return bars
+
+
+# ---- what the profiler's viewers show, computed from a trace and from the HLO -----------------
+# (drawn by scaling_lib.diagrams.trace_timeline / fusion_graph / memory_timeline; book: sec-09-*)
+
+_COLL_RX = re.compile(r"all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
+                      r"\bsend\b|\brecv\b|allreduce|allgather|reducescatter", re.I)
+_MATMUL_RX = re.compile(r"dot|ynn_fusion|gemm|matmul|convolution|cublas|custom-call", re.I)
+
+#: categories of timeline bars (Chinese labels as shown in the legend)
+BAR_KINDS = {"step": "训练步（StepTraceAnnotation）", "host": "主机 Python", "module": "XLA 模块",
+             "matmul": "矩阵乘法融合", "collective": "集合通信", "other": "其他 XLA 算子"}
+
+
+@dataclass(frozen=True)
+class TimelineBar:
+    """One bar of a Trace-Viewer-style timeline: lane, label, start and duration (s), kind."""
+
+    lane: str
+    name: str
+    start_s: float
+    duration_s: float
+    kind: str
+    source: str = ""
+
+
+def _device_of_line(events_on_line) -> int | None:
+    for e in events_on_line:
+        m = re.match(r"\[(\d+)\] .*Execute", e.name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def timeline_bars(events, sources: dict | None = None, step: int | None = None,
+                  python_min_s: float = 0.0) -> list:
+    """A trace arranged as the Trace Viewer arranges it: host lanes (training steps, the longest
+    Python calls), and per device an "XLA 模块" lane (the executable) and an "XLA 算子" lane (each
+    HLO op, with collectives and matmul fusions told apart). Times in seconds from the start of
+    the window (the whole trace, or step ``step`` of the ``StepTraceAnnotation``\\ s).
+
+    Works on CPU traces (XLA ops on the ``…PjRtCpuClient`` thread lines, one per simulated device)
+    and on TPU/GPU traces (``/device:…`` planes with "XLA Modules"/"XLA Ops" lines). ``sources``
+    (``CompileReport.sources()``) adds each op's JAX source (``op_name``, with named scopes) and
+    marks fusions that hold a dot as matmuls.
+    """
+    if isinstance(events, (str, os.PathLike)):
+        events = trace_events(events)
+    if not events:
+        raise NoTraceError("the trace has no events")
+    sources = dict(sources or {})
+    t0 = min(e.start_ns for e in events)
+    t1 = max(e.start_ns + e.duration_ns for e in events)
+    steps = sorted((e.step, e.start_ns, e.start_ns + e.duration_ns) for e in events if e.step is not None)
+    if step is not None:
+        hit = [s for s in steps if s[0] == step]
+        if not hit:
+            raise ValueError(f"the trace has no step {step}; steps: {[s[0] for s in steps]}")
+        t0, t1 = hit[0][1], hit[0][2]
+    by_line: dict = {}
+    for e in events:
+        by_line.setdefault((e.plane, e.line), []).append(e)
+    dev_of = {}
+    for (plane, line), evs in by_line.items():
+        if plane.startswith("/device:"):
+            m = re.search(r"(\d+)$", plane)
+            dev_of[(plane, line)] = int(m.group(1)) if m else 0
+        elif any(e.hlo_op for e in evs):
+            d = _device_of_line(evs)
+            dev_of[(plane, line)] = d if d is not None else len(dev_of)
+    bars = []
+
+    def add(lane, e, kind, source=""):
+        s, f = max(e.start_ns, t0), min(e.start_ns + e.duration_ns, t1)
+        if f <= s:
+            return
+        bars.append(TimelineBar(lane, e.hlo_op or e.name, (s - t0) * 1e-9, (f - s) * 1e-9, kind,
+                                source))
+
+    runs: dict = {}
+    for (plane, line), evs in sorted(by_line.items()):
+        if (plane, line) in dev_of:
+            for e in evs:
+                d = e.device if e.device is not None else dev_of[(plane, line)]
+                if e.hlo_op:
+                    src = sources.get(e.hlo_op, "")
+                    if _COLL_RX.search(e.hlo_op):
+                        kind = "collective"
+                    elif src:          # the compiled program says where the op came from
+                        kind = ("matmul" if re.search(r"dot_general|conv_general", src)
+                                and not re.match(r"(transpose|copy|bitcast)", e.hlo_op) else "other")
+                    else:
+                        kind = "matmul" if _MATMUL_RX.search(e.hlo_op) else "other"
+                    add(f"设备 {d} · XLA 算子", e, kind, src)
+                    # the module row: from the first to the last op of one run on one device
+                    key = (d, e.run_id if e.run_id is not None else e.hlo_module)
+                    a0, b0 = runs.get(key, (e.start_ns, e.start_ns + e.duration_ns))
+                    runs[key] = (min(a0, e.start_ns), max(b0, e.start_ns + e.duration_ns))
+                elif line == "XLA Modules":
+                    add(f"设备 {d} · XLA 模块", e, "module")
+        elif line == "python" or line.lower().startswith("python"):
+            for e in evs:
+                if e.step is not None:
+                    add("主机 · 训练步", e, "step")
+                elif e.duration_ns * 1e-9 >= python_min_s and not e.name.startswith("$"):
+                    add("主机 · Python", e, "host")
+    if not any(b.lane.endswith("XLA 模块") for b in bars):
+        name = next((e.hlo_module for e in events if e.hlo_module), "XLA 模块")
+        for (d, _), (a0, b0) in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[1])):
+            add(f"设备 {d} · XLA 模块", TraceEvent("", "", name, a0, b0 - a0), "module")
+    if not any(b.kind in ("matmul", "collective", "other") for b in bars):
+        raise NoTraceError("the trace has no XLA op events in the window")
+    return sorted(bars, key=lambda b: (b.lane, b.start_s))
+
+
+@dataclass(frozen=True)
+class MemoryProfile:
+    """Live bytes over the scheduled entry computation of a compiled program.
+
+    ``live[i]``: bytes of the buffers alive while instruction ``i`` (``names[i]``) runs;
+    ``peak_index``: where ``live`` peaks; ``at_peak``: the buffers alive there, largest first, as
+    (name, opcode, bytes, source). A model of XProf's Memory Profile (bytes over the program) and
+    Memory Viewer (buffers at the peak); it works from the HLO alone, so on any backend.
+    """
+
+    names: tuple
+    opcodes: tuple
+    live: np.ndarray
+    peak_index: int
+    at_peak: tuple
+    argument_bytes: float
+
+    @property
+    def peak_bytes(self) -> float:
+        return float(self.live[self.peak_index])
+
+
+_ALIAS_OPS = {"bitcast", "get-tuple-element", "tuple", "copy-done", "all-reduce-done",
+              "all-gather-done", "collective-permute-done", "opt-barrier"}
+
+
+def memory_profile(hlo_text: str) -> MemoryProfile:
+    """Live-buffer bytes along the entry computation of an optimised HLO module.
+
+    Each instruction's result is allocated when it runs and freed after its last user (or kept
+    to the end if it is the ROOT); parameters live throughout; ``bitcast``, ``tuple`` and
+    ``get-tuple-element`` allocate nothing and only extend the life of what they refer to.
+    Ignores XLA's buffer reuse and in-place updates, and what happens inside fusions and loops
+    (their temporaries are not in the entry computation): compare ``CompileReport.memory_bytes``.
+    """
+    ops = [o for o in hlo_ops(hlo_text) if o.in_entry]
+    if not ops:
+        raise ValueError("the HLO has no ENTRY computation instructions")
+    idx = {o.name: i for i, o in enumerate(ops)}
+    n = len(ops)
+    root = n - 1
+    for i, o in enumerate(ops):
+        if re.search(rf"ROOT\s+%?{re.escape(o.name)}\s*=", hlo_text):
+            root = i
+    # buffer owner of each instruction (aliases point to their operand's owner)
+    owner = list(range(n))
+    for i, o in enumerate(ops):
+        if o.opcode in _ALIAS_OPS and o.operands and o.operands[0] in idx:
+            owner[i] = owner[idx[o.operands[0]]]
+    size = np.zeros(n)
+    for i, o in enumerate(ops):
+        if owner[i] == i:
+            try:
+                size[i] = o.nbytes
+            except ValueError:
+                size[i] = 0.0
+    last = list(range(n))
+    for i, o in enumerate(ops):
+        for a in o.operands:
+            if a in idx:
+                j = owner[idx[a]]
+                last[j] = max(last[j], i)
+    for i in range(n):
+        if owner[i] != i:
+            last[owner[i]] = max(last[owner[i]], last[i])
+    last[owner[root]] = n - 1
+    params = [i for i, o in enumerate(ops) if o.opcode == "parameter"]
+    for i in params:
+        last[i] = n - 1
+    live = np.zeros(n)
+    for i in range(n):
+        if owner[i] == i and size[i]:
+            start = 0 if i in params else i
+            live[start:last[i] + 1] += size[i]
+    peak = int(np.argmax(live))
+    alive = [(ops[i].name, ops[i].opcode, float(size[i]), ops[i].op_name) for i in range(n)
+             if owner[i] == i and size[i] and (0 if i in params else i) <= peak <= last[i]]
+    alive.sort(key=lambda r: (-r[2], r[0]))
+    return MemoryProfile(names=tuple(o.name for o in ops), opcodes=tuple(o.opcode for o in ops),
+                         live=live, peak_index=peak, at_peak=tuple(alive),
+                         argument_bytes=float(size[params].sum()) if params else 0.0)
+
+
+__all__ += ["BAR_KINDS", "TimelineBar", "timeline_bars", "MemoryProfile", "memory_profile"]

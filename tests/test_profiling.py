@@ -337,3 +337,97 @@ def test_widget_draws_are_fast_and_validate():
         wp.plot_memory_order("bf16[2,2,2]")
     with pytest.raises(ValueError):
         wp.draw_cost(program="nope", chip="TPU v5e", measured_ms=0.0, programs=progs)
+
+
+# ---- the three viewers: timeline, HLO graph, memory profile ---------------------------------
+
+def _sharded_mlp():
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    mesh = devices.mesh((4, 2), ("data", "model"), explicit=False)
+    S = lambda *spec: NamedSharding(mesh, P(*spec))  # noqa: E731
+
+    def layer(x, w1, w2):
+        with jax.named_scope("mlp_in"):
+            h = jax.nn.gelu(x @ w1)
+        with jax.named_scope("mlp_out"):
+            return h @ w2
+    x = jax.device_put(jnp.ones((64, 32), jnp.float32), S("data", None))
+    w1 = jax.device_put(jnp.ones((32, 128), jnp.float32) * 0.01, S(None, "model"))
+    w2 = jax.device_put(jnp.ones((128, 32), jnp.float32) * 0.01, S("model", None))
+    return jax.jit(layer), (x, w1, w2)
+
+
+def test_timeline_bars_lanes_and_collectives(tmp_path):
+    f, args = _sharded_mlp()
+    rep = pr.compile_report(f, *args)
+    pb = pr.capture_trace(f, *args, logdir=tmp_path / "p", steps=2)
+    bars = pr.timeline_bars(pb, rep.sources(), step=1)
+    op_lanes = {b.lane for b in bars if b.lane.endswith("XLA 算子")}
+    assert op_lanes == {f"设备 {d} · XLA 算子" for d in range(8)}      # one op row per device
+    for d in range(8):
+        mine = [b for b in bars if b.lane == f"设备 {d} · XLA 算子"]
+        assert sum(b.kind == "collective" for b in mine) == rep.collective_counts()["all-reduce"]
+        assert sum(b.kind == "matmul" for b in mine) == 2               # the two dots
+        assert any(b.lane == f"设备 {d} · XLA 模块" for b in bars)
+    assert sum(b.kind == "step" for b in bars) == 1
+    assert all(b.start_s >= 0 and b.duration_s > 0 for b in bars)
+    step_len = next(b.duration_s for b in bars if b.kind == "step")
+    assert all(b.start_s + b.duration_s <= step_len * (1 + 1e-9) for b in bars)
+    assert {b.source for b in bars if b.kind == "matmul"} <= {s for s in rep.sources().values()}
+    with pytest.raises(ValueError, match="no step 7"):
+        pr.timeline_bars(pb, step=7)
+    from scaling_lib import diagrams
+    fig = diagrams.trace_timeline(bars)
+    assert sum(len(t.y) for t in fig.data) == len(bars)
+    coll = [t for t in fig.data if t.name == pr.BAR_KINDS["collective"]][0]
+    assert len(coll.y) == 8 * rep.collective_counts()["all-reduce"]
+
+
+def test_memory_profile_matches_xla_estimate():
+    f, args = _sharded_mlp()
+    rep = pr.compile_report(f, *args)
+    mp = pr.memory_profile(rep.hlo)
+    assert mp.argument_bytes == rep.argument_bytes
+    assert mp.live.min() >= mp.argument_bytes                    # parameters live throughout
+    assert mp.peak_bytes == pytest.approx(rep.memory_bytes, rel=0.25)
+    names = [r[0] for r in mp.at_peak]
+    assert sum(r[2] for r in mp.at_peak) == pytest.approx(mp.peak_bytes)
+    assert all(a[2] >= b[2] for a, b in zip(mp.at_peak, mp.at_peak[1:]))   # largest first
+    assert any(r[1] == "parameter" for r in mp.at_peak) and len(names) == len(set(names))
+    from scaling_lib import diagrams
+    fig = diagrams.memory_timeline(mp)
+    assert max(fig.data[0].y) == pytest.approx(mp.peak_bytes / 1e3, rel=1e-5)
+
+
+def test_memory_profile_toy_hlo():
+    hlo = """HloModule m, is_scheduled=true
+ENTRY %main (p: f32[1000]) -> f32[1000] {
+  %p = f32[1000]{0} parameter(0)
+  %a = f32[1000]{0} exponential(%p)
+  %b = f32[2000]{0} concatenate(%a, %a), dimensions={0}
+  %c = f32[1000]{0} slice(%b), slice={[0:1000]}
+  ROOT %d = f32[1000]{0} negate(%c)
+}"""
+    mp = pr.memory_profile(hlo)
+    # p lives throughout (4 kB); an operand is alive while its user runs, then freed:
+    # a until b, b until c, c until d; d is the output
+    assert list(mp.live) == [4000, 8000, 16000, 16000, 12000]
+    assert mp.peak_index == 2 and {r[0] for r in mp.at_peak} == {"p", "a", "b"}
+
+
+def test_fusion_graph_content():
+    from scaling_lib import diagrams
+    f, args = _sharded_mlp()
+    rep = pr.compile_report(f, *args)
+    fig = diagrams.fusion_graph(rep.hlo)
+    entry = [o for o in pr.hlo_ops(rep.hlo) if o.in_entry]
+    nodes = sum(len(t.x) for t in fig.data[1:])
+    assert nodes == len(entry)
+    coll = [t for t in fig.data if t.name == "集合通信"][0]
+    assert [t.split()[0] for t in coll.text] == [c for c in rep.sources() if c.startswith("all-reduce")]
+    sub = diagrams.fusion_graph(rep.hlo, scope="mlp_out")
+    assert sum(len(t.x) for t in sub.data[1:]) < nodes
+    with pytest.raises(ValueError, match="no instruction"):
+        diagrams.fusion_graph(rep.hlo, scope="nothing-here")
+    with pytest.raises(ValueError, match="no computation"):
+        diagrams.fusion_graph(rep.hlo, computation="nope")

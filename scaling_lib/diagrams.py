@@ -205,7 +205,13 @@ def collective_animation(kind, topo, axes=None, *, bidirectional: bool = True,
     shapes = [{"type": "rect", "x0": float(x - box), "x1": float(x + box), "y0": float(y - box),
                "y1": float(y + box), "line": {"color": colours[d], "width": 2},
                "fillcolor": "#fafafa", "layer": "below"} for d, (x, y) in enumerate(xy)]
-    fig.add_trace(go.Scatter(x=xy[:, 0], y=xy[:, 1] + box + 0.35, mode="text",
+    lab = xy.copy()
+    if len(sched.shape) == 1 and sched.wraps[0] and N > 2:       # ring: labels outside the circle
+        rad = np.hypot(xy[:, 0], xy[:, 1])[:, None]
+        lab = xy * (rad + box * 1.45) / rad
+    else:
+        lab[:, 1] += box + 0.35
+    fig.add_trace(go.Scatter(x=lab[:, 0], y=lab[:, 1], mode="text",
                              text=[f"设备 {d}" if not grid2 else f"({sched.coords(d)[0]},{sched.coords(d)[1]})"
                                    for d in range(N)],
                              textfont={"size": 11}, hoverinfo="skip", showlegend=False))
@@ -765,3 +771,398 @@ def memory_timeline(profile, title: str = "内存剖析：活着的缓冲区随�
 
 
 __all__ += ["trace_timeline", "fusion_graph", "memory_timeline"]
+
+
+# ---- hardware hierarchies ------------------------------------------------------------------------
+
+def _box(ax, x, y, w, h, label, fc="#f7f7f7", ec="#555555", fs=8, lw=1.0, va="top"):
+    import matplotlib.patches as mp
+    ax.add_patch(mp.FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.05",
+                                   facecolor=fc, edgecolor=ec, lw=lw))
+    if label:
+        ax.text(x + w / 2, y + h - 0.04 if va == "top" else y + h / 2, label, ha="center", va=va,
+                fontsize=fs)
+
+
+def hierarchy_levels(family: str = "tpu", chip=None) -> list:
+    """The levels of a TPU or GPU system with their sizes, from the catalogue:
+    ``[(name, how many of the level below, total chips, note)]``.
+
+    TPU: chip (its TensorCores) → host tray (``chips_per_host``) → the smallest 3-D torus unit
+    (4×4×4 cube on 3-D chips; a 2-D pod has no cube) → pod (``pod_shape``). GPU: SM → GPU (``n_sm``)
+    → node (8 GPUs over NVLink) → scalable unit → SuperPOD (``topology.dgx_h100_superpod``).
+    """
+    from . import hardware
+    from . import topology as topo
+    if family == "tpu":
+        c = hardware.get(chip or "v5p")
+        if c.family != "tpu":
+            raise ValueError(f"{c.name} is not a TPU")
+        pod = math.prod(c.pod_shape)
+        lv = [("芯片", c.cores, 1, f"{c.cores} 个 TensorCore" + ("（megacore）" if getattr(c, "megacore", False) else "")),
+              ("托盘（一台主机）", c.chips_per_host, c.chips_per_host, "经 PCIe 接主机 CPU")]
+        if c.torus_dims == 3:
+            lv.append(("立方体 4×4×4", 64 // c.chips_per_host, 64, "最小的带环回的切片（OCS 连成环面）"))
+            lv.append(("Pod " + "×".join(map(str, c.pod_shape)), pod // 64, pod, "ICI 三维环面"))
+        else:
+            lv.append(("Pod " + "×".join(map(str, c.pod_shape)), pod // c.chips_per_host, pod,
+                       "ICI 二维环面；切片可取其中一块"))
+        return lv
+    if family == "gpu":
+        tree = topo.dgx_h100_superpod(gpu=chip or "H100")
+        g = tree.gpu
+        node, leaf, spine = tree.levels
+        return [("GPU", g.n_sm, 1, f"{g.n_sm} 个 SM"),
+                ("节点", node.degree, node.degree, "NVLink + NVSwitch 全互连"),
+                ("可扩展单元 SU", leaf.degree, node.degree * leaf.degree, "InfiniBand 叶交换机"),
+                ("SuperPOD", spine.degree, tree.num_chips, "InfiniBand 脊交换机")]
+    raise ValueError(f"family must be 'tpu' or 'gpu', got {family!r}")
+
+
+def hierarchy_figure(family: str = "tpu", chip=None):
+    """Chip → tray → (cube) → pod for a TPU, SM → GPU → node → SU → SuperPOD for a GPU: one panel
+    per level, each drawn as a grid of the level below with the count and the total number of
+    chips. Sizes from ``hierarchy_levels`` (the hardware catalogue and the SuperPOD topology).
+    Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+
+    set_style()
+    lv = hierarchy_levels(family, chip)
+    fig, axes = plt.subplots(1, len(lv), figsize=(2.6 * len(lv), 2.9))
+    cols = palette(len(lv) + 1)
+    for k, (ax, (name, n_below, total, note)) in enumerate(zip(axes, lv)):
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.25)
+        ax.axis("off")
+        _box(ax, 0.02, 0.02, 0.96, 0.96, "", fc=_mix(cols[k + 1], 0.12), ec=cols[k + 1], lw=1.5)
+        show = min(n_below, 64)
+        g = int(math.ceil(math.sqrt(show)))
+        cell = 0.8 / g
+        for i in range(show):
+            r, c = divmod(i, g)
+            _box(ax, 0.1 + c * cell, 0.85 - (r + 1) * cell, cell * 0.8, cell * 0.8, "",
+                 fc=_mix(cols[k], 0.5), ec=cols[k], lw=0.6)
+        below = lv[k - 1][0] if k else ("SM" if family == "gpu" else "TensorCore")
+        more = f"（画出 {show} 个）" if show < n_below else ""
+        ax.set_title(f"{name}\n{n_below} 个{below}{more}", fontsize=9)
+        ax.text(0.5, 1.02, f"共 {total:,} 颗{'GPU' if family == 'gpu' else '芯片'}" if total > 1 else "",
+                ha="center", fontsize=8)
+        ax.text(0.5, -0.08, note, ha="center", va="top", fontsize=7, color="#444444")
+        if k < len(lv) - 1:
+            ax.annotate("", xy=(1.12, 0.5), xytext=(1.0, 0.5), xycoords="axes fraction",
+                        arrowprops={"arrowstyle": "->", "color": "#555555"})
+    who = lv[0][0] if family == "gpu" else "TPU"
+    fig.suptitle(f"{'GPU' if family == 'gpu' else 'TPU'} 系统的层级（{chip or ('H100' if family == 'gpu' else 'v5p')}）",
+                 fontsize=10)
+    del who
+    return fig
+
+
+# ---- parallelism layouts -------------------------------------------------------------------------
+
+#: how each strategy shards one MLP layer on a 1-D mesh of n devices (chapter 5's notation)
+PARALLEL_LAYOUTS = {
+    "dp": {"激活 X": "X[B_X, D]", "权重 W_in": "W[D, F]", "权重 W_out": "W[F, D]"},
+    "fsdp": {"激活 X": "X[B_X, D]", "权重 W_in": "W[D_X, F]", "权重 W_out": "W[F, D_X]"},
+    "tp": {"激活 X": "X[B, D]", "权重 W_in": "W[D, F_X]", "权重 W_out": "W[F_X, D]"},
+}
+_PAR_ZH = {"dp": "数据并行（DP）", "fsdp": "全分片数据并行（FSDP）", "tp": "张量并行（TP）",
+           "pp": "流水线并行（PP）"}
+
+
+def parallelism_figure(kind: str, n: int = 4, batch_tokens: int = 4096, d_model: int = 8192,
+                       d_ff: int = 32768, n_layers: int = 8):
+    """What each of ``n`` devices holds and sends under DP, FSDP, TP or PP, for one MLP layer.
+
+    Holds: the block of the activations and of each weight a device keeps (``sharding.device_blocks``
+    of the layout in ``PARALLEL_LAYOUTS``; PP: its stage's layers). Sends: the collectives per
+    layer and their bytes per device, forward and backward, from ``training.layer_costs``
+    (bf16); PP sends one activation block per microbatch to the next stage. Returns the Figure.
+    """
+    import matplotlib.pyplot as plt
+    from . import training
+    from .plots import set_style
+    from .units import check_int, fmt_bytes
+
+    set_style()
+    check_int("n", n)
+    if kind not in _PAR_ZH:
+        raise ValueError(f"kind must be one of {', '.join(_PAR_ZH)}, got {kind!r}")
+    mesh = {"X": n}
+    if kind == "pp":
+        if n_layers % n:
+            raise ValueError(f"n_layers={n_layers} must be divisible by n={n} stages")
+        fig, axes = plt.subplots(1, n + 1, figsize=(1.5 * (n + 1) + 1, 1.9), squeeze=False)
+        axes[0, 0].axis("off")
+        axes[0, 0].text(1, 0.5, f"层 L={n_layers}\n每段 {n_layers // n} 层", ha="right",
+                        va="center", fontsize=8, transform=axes[0, 0].transAxes)
+        for d in range(n):
+            _draw_array(axes[0, d + 1], (n_layers,), highlight=None, colour_all=False)
+            for i in range(n_layers):
+                if i // (n_layers // n) != d:
+                    axes[0, d + 1].patches[i].set_facecolor("#ffffff")
+            axes[0, d + 1].set_title(f"设备 {d}（阶段 {d}）", fontsize=8)
+        act = 2 * batch_tokens * d_model
+        sends = (f"前向：每个微批次把激活 [B_mb, D] 交给下一阶段（点对点，ppermute）；反向把梯度传回上一阶段。"
+                 f"整个批次合计每个阶段边界 {fmt_bytes(act)}（bf16）每个方向")
+        fig.suptitle(f"{_PAR_ZH[kind]}：每个设备只存一段层，不切层内的矩阵\n{sends}", fontsize=9)
+        return fig
+    lay = PARALLEL_LAYOUTS[kind]
+    cost = training.layer_costs(kind, batch_tokens, d_model, d_ff, x=n if kind != "tp" else 1,
+                                y=n if kind == "tp" else 1)
+    fig, axes = plt.subplots(len(lay), n + 1, figsize=(1.5 * (n + 1) + 1, 1.25 * len(lay) + 1.0),
+                             squeeze=False)
+    for r, (what, spec) in enumerate(lay.items()):
+        axes[r, 0].axis("off")
+        axes[r, 0].text(1, 0.5, f"{what}\n{spec}", ha="right", va="center", fontsize=8,
+                        transform=axes[r, 0].transAxes)
+        blocks = shd.device_blocks(spec, mesh)
+        nb = shd.blocks_per_dim(spec, mesh)
+        for d in range(n):
+            _draw_array(axes[r, d + 1], nb, highlight=blocks[(d,)], colour_all=False,
+                        label=f"设备 {d}" if r == 0 else None)
+    coll = {"dp": "反向：两个权重梯度各一次 AllReduce",
+            "fsdp": "前向：两个权重各 AllGather；反向：再 AllGather，梯度 ReduceScatter",
+            "tp": "前向：AllGather 输入、ReduceScatter 输出；反向同样各一次（在激活上）"}[kind]
+    fig.suptitle(f"{_PAR_ZH[kind]}，{n} 个设备（B={batch_tokens}，D={d_model}，F={d_ff}）\n"
+                 f"通信 {coll}\n每层每设备：前向 {fmt_bytes(cost.bytes_fwd)}，反向 {fmt_bytes(cost.bytes_bwd)}",
+                 fontsize=9)
+    return fig
+
+
+# ---- the Transformer block --------------------------------------------------------------------
+
+def transformer_block_figure(cfg, batch: int = 1, seq_len: int = 8192):
+    """One Transformer layer as a flow of named tensors with their shapes (B, T, D, N, K, H, F
+    from ``cfg``) and each matmul's FLOPs per layer from ``TransformerConfig.flops_by_part``.
+    ``cfg``: a ``TransformerConfig`` or a preset name (``models.get``). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from . import models
+    from .plots import set_style
+    from .units import check_int, fmt_num
+
+    set_style()
+    if isinstance(cfg, str):
+        cfg = models.get(cfg)
+    check_int("batch", batch)
+    check_int("seq_len", seq_len)
+    B, T, D, N, K, H, F = batch, seq_len, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_ff
+    fl = cfg.flops_by_part(seq_len)
+    pp = cfg.params_by_part()
+    tok = B * T / cfg.n_layers     # flops_by_part / params_by_part: per token, all layers
+    qkv = 2.0 * (pp["attn_q"] + pp["attn_k"] + pp["attn_v"]) * tok
+    o_proj = 2.0 * pp["attn_o"] * tok
+    steps = [
+        ("输入 x", f"[B,T,D] = [{B},{T},{D}]", None),
+        ("归一化", "[B,T,D]", None),
+        ("Q / K / V 投影", f"Q [B,T,N,H] = [.., {N},{H}]\nK,V [B,T,K,H] = [.., {K},{H}]", qkv),
+        ("注意力 softmax(QK^T)V", f"分数 [B,N,T,S] = [.., {N},{T},{T}]", fl["attn_core"] * tok),
+        ("输出投影 + 残差", f"[B,T,N·H] → [B,T,D] = [.., {D}]", o_proj),
+        ("归一化", "[B,T,D]", None),
+        ("MLP 上投影" + ("（门控 ×2）" if cfg.gated_mlp else ""), f"[B,T,D]·[D,F] → [B,T,F] = [.., {F}]",
+         fl["mlp"] * tok * (2 / 3 if cfg.gated_mlp else 0.5)),
+        ("MLP 下投影 + 残差", f"[B,T,F]·[F,D] → [B,T,D]", fl["mlp"] * tok * (1 / 3 if cfg.gated_mlp else 0.5)),
+    ]
+    fig, ax = plt.subplots(figsize=(7.2, 0.62 * len(steps) + 0.8))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-len(steps), 0.6)
+    ax.axis("off")
+    colours = {"注": COLORS["accent"], "Q": COLORS["compute"], "输": COLORS["compute"],
+               "M": COLORS["memory"], "归": COLORS["other"]}
+    for i, (name, shape, flops) in enumerate(steps):
+        y = -i
+        col = colours.get(name[0], COLORS["other"])
+        _box(ax, 0.2, y - 0.42, 3.2, 0.78, name, fc=_mix(col, 0.25), ec=col, fs=9, va="center")
+        ax.text(3.6, y - 0.03, shape, va="center", fontsize=8)
+        if flops:
+            ax.text(9.8, y - 0.03, f"{fmt_num(flops)} FLOPs", va="center", ha="right", fontsize=8)
+        if i < len(steps) - 1:
+            ax.annotate("", xy=(1.8, y - 0.6), xytext=(1.8, y - 0.42),
+                        arrowprops={"arrowstyle": "->", "color": "#555555"})
+    total = sum(s[2] for s in steps if s[2])
+    ax.set_title(f"{cfg.name} 的一层（B={B}，T={T}；右列：这一层前向的矩阵乘法 FLOPs，合计 {fmt_num(total)}）",
+                 fontsize=9)
+    return fig
+
+
+# ---- serving ---------------------------------------------------------------------------------------
+
+def serving_timeline(model="LLaMA-3-70B", chip="v5e", n_chips: int = 16, prompt_len: int = 512,
+                     n_new: int = 16, batch: int = 32, weights: str = "int8", kv: str = "int8",
+                     mfu: float = 0.4, mode: str = "single"):
+    """Prefill and decode on a timeline, with their times from the library's serving model.
+
+    mode "single": one request — a long prefill (compute-bound, ``inference.prefill_time``) then
+    ``n_new`` short decode steps (memory-bound, ``inference.decode_step_time``), each bar labelled
+    with what bounds it. mode "interleaved" vs "disaggregated": a decode batch of ``batch``
+    sequences on one server; a new request arrives every few steps. Interleaved, the decode
+    stops while the server prefills it; disaggregated, a second group of chips prefills and
+    hands the KV cache over, and the decode lane never stops. Returns the matplotlib Figure.
+    """
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from . import inference, models
+    from .plots import set_style
+    from .units import fmt_time
+
+    set_style()
+    if mode not in ("single", "interleaved", "disaggregated"):
+        raise ValueError(f"mode must be 'single', 'interleaved' or 'disaggregated', got {mode!r}")
+    m = models.get(model) if isinstance(model, str) else model
+    t_pre = float(inference.prefill_time(m, prompt_len, n_chips, chip, mfu=mfu))
+    b = 1 if mode == "single" else batch
+    st = inference.decode_step_time(m, b, prompt_len + n_new, n_chips, chip, weights=weights, kv=kv)
+    t_dec = float(st.total_s)
+    dec_bound = st.bottleneck
+    ms = 1e3
+    if mode == "single":
+        fig, ax = plt.subplots(figsize=(8, 1.9))
+        ax.add_patch(mp.Rectangle((0, 0.2), t_pre * ms, 0.6, color=COLORS["compute"]))
+        ax.text(t_pre * ms / 2, 0.5, f"预填充 {prompt_len} 个 token\n{fmt_time(t_pre)}（计算受限）",
+                ha="center", va="center", color="white", fontsize=8)
+        for i in range(n_new):
+            x = (t_pre + i * t_dec) * ms
+            ax.add_patch(mp.Rectangle((x, 0.2), t_dec * ms * 0.92, 0.6, color=COLORS["memory"]))
+        end = (t_pre + n_new * t_dec) * ms
+        ax.text((t_pre * ms + end) / 2, 0.95, f"{n_new} 个解码步，每步 {fmt_time(t_dec)}（{dec_bound}）",
+                ha="center", fontsize=8)
+        ax.set_xlim(0, end * 1.02)
+        ax.set_ylim(0, 1.2)
+        ax.set_yticks([])
+        ax.set_xlabel("时间（ms）")
+        ax.set_title(f"{m.name} 在 {n_chips} 颗 {chip} 上：一个请求的预填充和解码（批次 1）", fontsize=10)
+        return fig
+    every = max(4, int(math.ceil(t_pre / t_dec)) + 1)     # one prefill server keeps up
+    n_steps = 3 * every + 1
+    fig, ax = plt.subplots(figsize=(8.5, 2.4 if mode == "interleaved" else 2.9))
+    t = 0.0
+    lanes = {"interleaved": ["服务器"], "disaggregated": ["解码服务器", "预填充服务器"]}[mode]
+    gaps = []
+    last = 0.0
+    for k in range(n_steps):
+        if k % every == 0 and k:
+            if mode == "interleaved":
+                ax.add_patch(mp.Rectangle((t * ms, 0.2), t_pre * ms, 0.6, color=COLORS["compute"]))
+                t += t_pre
+            else:
+                s0 = (t - t_pre) * ms
+                ax.add_patch(mp.Rectangle((s0, 1.2), t_pre * ms, 0.6, color=COLORS["compute"]))
+                ax.annotate("", xy=(t * ms, 0.8), xytext=(t * ms, 1.2),
+                            arrowprops={"arrowstyle": "->", "color": COLORS["comms"]})
+        ax.add_patch(mp.Rectangle((t * ms, 0.2), t_dec * ms * 0.92, 0.6, color=COLORS["memory"]))
+        if k:
+            gaps.append(t + t_dec - last)
+        last = t + t_dec
+        t += t_dec
+    ax.set_xlim(min(0.0, (every * t_dec - t_pre) * ms) - 1, t * ms * 1.02)
+    ax.text(0.99, 0.02 if mode == "interleaved" else 0.52, f"每 {every} 个解码步来一个新请求",
+            transform=ax.transAxes, ha="right", fontsize=7, color="#444444")
+    ax.set_ylim(0, 2.0 if mode == "disaggregated" else 1.1)
+    ax.set_yticks([0.5, 1.5][:len(lanes)], lanes)
+    ax.set_xlabel("时间（ms）")
+    handles = [mp.Patch(color=COLORS["compute"], label=f"预填充 {fmt_time(t_pre)}"),
+               mp.Patch(color=COLORS["memory"], label=f"解码步 {fmt_time(t_dec)}（批次 {batch}）")]
+    if mode == "disaggregated":
+        handles.append(mp.Patch(color=COLORS["comms"], label="KV 缓存交给解码服务器"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, fontsize=8)
+    worst = max(gaps)
+    ax.set_title(("交错式：每来一个请求，解码就停下来等它的预填充" if mode == "interleaved" else
+                  "分离式：预填充在另一组芯片上做，解码不停")
+                 + f"；相邻 token 最长间隔 {fmt_time(worst)}", fontsize=10)
+    return fig
+
+
+def kv_paging_figure(seq_lens=(700, 2100, 380, 1500, 1000), max_len: int = 2048 + 128,
+                     block_size: int = 256):
+    """The KV cache of a batch under contiguous allocation (each sequence reserves ``max_len``
+    slots) and under PagedAttention (pages of ``block_size`` tokens, handed out as sequences
+    grow, found through a block table). Drawn from ``kv_decode.paged_allocation``: used slots in
+    colour, reserved-but-empty slots hatched, and the physical pages each sequence got.
+    Returns the matplotlib Figure."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from .kv_decode import paged_allocation
+    from .plots import set_style
+
+    set_style()
+    r = paged_allocation(seq_lens, max_len, block_size)
+    lens = r["lens"]
+    cols = palette(len(lens))
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 0.5 * len(lens) + 1.6),
+                                 gridspec_kw={"width_ratios": [1, 1.1]})
+    for i, n in enumerate(lens):
+        y = len(lens) - 1 - i
+        a0.add_patch(mp.Rectangle((0, y + 0.15), n, 0.7, color=cols[i]))
+        a0.add_patch(mp.Rectangle((n, y + 0.15), max_len - n, 0.7, facecolor="white",
+                                  edgecolor="#bbbbbb", hatch="///", lw=0.5))
+        a0.text(-20, y + 0.5, f"序列 {i}（{n}）", ha="right", va="center", fontsize=8)
+    a0.set_xlim(-0.28 * max_len, max_len * 1.02)
+    a0.set_ylim(0, len(lens))
+    a0.axis("off")
+    a0.set_title(f"连续分配：每条预留 {max_len} 个位置，空着 {r['contiguous_waste']:.0%}", fontsize=9)
+    per_row = 8
+    for i, pages in enumerate(r["block_table"]):
+        n = lens[i]
+        for j, p in enumerate(pages):
+            row, c = divmod(p, per_row)
+            fill = min(block_size, n - j * block_size) / block_size
+            x, y = c * 1.1, -row * 1.1
+            a1.add_patch(mp.Rectangle((x, y), 1, 1, facecolor="white", edgecolor="#888888", lw=0.6))
+            a1.add_patch(mp.Rectangle((x, y), fill, 1, color=cols[i]))
+            a1.text(x + 0.5, y + 0.5, f"{i}·{j}", ha="center", va="center", fontsize=7,
+                    color="white" if fill > 0.5 else "black")
+    rows = -(-r["n_pages"] // per_row)
+    a1.set_xlim(-0.2, per_row * 1.1)
+    a1.set_ylim(-(rows - 1) * 1.1 - 0.2, 1.2)
+    a1.set_aspect("equal")
+    a1.axis("off")
+    a1.set_title(f"分页（PagedAttention）：{r['n_pages']} 页 × {block_size} token，"
+                 f"只空着 {r['paged_waste']:.0%}；“i·j”= 序列 i 的第 j 页", fontsize=9)
+    return fig
+
+
+def batching_figure(gen_lens=(3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2), slots: int = 4):
+    """Static vs continuous batching as slot × decode-step charts: each request a bar in the slot
+    that serves it, idle slots blank. Drawn from ``inference.simulate_batching`` (its finish
+    steps; a request takes the lowest free slot, as in the simulation); the titles give the steps
+    and the slot utilisation it reports. Returns the matplotlib Figure."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from . import inference
+    from .plots import set_style
+
+    set_style()
+    g = np.asarray(gen_lens, dtype=int)
+    cols = palette(len(g))
+    fig, axes = plt.subplots(2, 1, figsize=(8, 1.2 + 0.5 * slots * 2), sharex=True)
+    for ax, mode in zip(axes, ("static", "continuous")):
+        sim = inference.simulate_batching(g, slots, mode=mode)
+        start = sim["finish_step"] - g
+        free_at = [0] * slots
+        if mode == "static":
+            slot_of = [i % slots for i in range(len(g))]
+        else:
+            slot_of = []
+            for i in range(len(g)):
+                j = min(range(slots), key=lambda s: (free_at[s] > start[i], s))
+                slot_of.append(j)
+                free_at[j] = int(sim["finish_step"][i])
+        for i in range(len(g)):
+            ax.add_patch(mp.Rectangle((start[i], slots - 1 - slot_of[i] + 0.1), g[i], 0.8,
+                                      facecolor=cols[i], edgecolor="white"))
+            ax.text(start[i] + g[i] / 2, slots - 1 - slot_of[i] + 0.5, f"请求 {i}", ha="center",
+                    va="center", fontsize=7, color="white")
+        ax.set_xlim(0, max(inference.simulate_batching(g, slots, mode=m)["steps"]
+                           for m in ("static", "continuous")))
+        ax.set_ylim(0, slots)
+        ax.set_yticks(np.arange(slots) + 0.5, [f"槽位 {slots - 1 - s}" for s in range(slots)])
+        ax.grid(False)
+        name = "静态批处理" if mode == "static" else "连续批处理"
+        ax.set_title(f"{name}：{sim['steps']} 步做完，槽位利用率 {sim['utilisation']:.0%}", fontsize=9)
+    axes[-1].set_xlabel("解码步")
+    return fig
+
+
+__all__ += ["hierarchy_levels", "hierarchy_figure", "PARALLEL_LAYOUTS", "parallelism_figure",
+            "transformer_block_figure", "serving_timeline", "kv_paging_figure", "batching_figure"]

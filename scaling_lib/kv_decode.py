@@ -395,3 +395,41 @@ def sharded_decode_block(mesh, p, batch_axis="batch", model_axis="model"):
     with jax.set_mesh(mesh):
         out = fn(*args)
     return out, fn, args
+
+
+# ---- KV-cache allocation: contiguous slots vs pages (drawn by diagrams.kv_paging_figure) ------
+
+def paged_allocation(seq_lens, max_len: int, block_size: int = 16) -> dict:
+    """How much KV-cache memory ``len(seq_lens)`` sequences take when each reserves a contiguous
+    ``max_len`` slot (the simple engine) versus when the cache is cut into pages of ``block_size``
+    tokens handed out on demand (PagedAttention). Counts in tokens of cache:
+
+    - ``contiguous``: B·max_len reserved; ``used`` = Σ len; the rest is waste.
+    - ``paged``: Σ ⌈len/block⌉·block reserved; the waste is only each sequence's last, partly
+      filled page (< block tokens per sequence).
+    - ``block_table``: for sequence i, the physical page of each of its logical pages (pages are
+      handed out round-robin as the sequences grow one token at a time, so a sequence's pages are
+      scattered — which is why attention has to follow the table).
+    """
+    lens = [int(x) for x in np.asarray(seq_lens).ravel()]
+    if not lens or any(x < 1 for x in lens):
+        raise ValueError(f"seq_lens must be positive token counts, got {list(seq_lens)!r}")
+    _check_n("max_len", max_len)
+    _check_n("block_size", block_size)
+    if max(lens) > max_len:
+        raise ValueError(f"a sequence of {max(lens)} tokens does not fit max_len={max_len}")
+    pages = [-(-n // block_size) for n in lens]
+    table = [[] for _ in lens]
+    nxt = 0
+    for t in range(max(lens)):                       # tokens arrive one step at a time
+        for i, n in enumerate(lens):
+            if t < n and t % block_size == 0:        # sequence i needs a new page
+                table[i].append(nxt)
+                nxt += 1
+    used = sum(lens)
+    return {"used": used, "contiguous": len(lens) * max_len, "paged": sum(pages) * block_size,
+            "contiguous_waste": 1 - used / (len(lens) * max_len),
+            "paged_waste": 1 - used / (sum(pages) * block_size),
+            "block_table": [tuple(r) for r in table], "n_pages": nxt, "block_size": block_size,
+            "max_len": max_len, "lens": tuple(lens)}
+__all__ += ["paged_allocation"]

@@ -261,3 +261,161 @@ def test_show_source_reads_the_library():
         show_source(np.linspace)
     with pytest.raises(ValueError, match="summary"):
         show_source(profiling.expected_op_time, "")
+
+
+# ---- hierarchies, parallelism layouts, the block, serving -----------------------------------------
+
+def test_hierarchy_levels_from_catalogue():
+    from scaling_lib import hardware
+    v5p = G.hierarchy_levels("tpu", "v5p")
+    assert [lv[2] for lv in v5p] == [1, 4, 64, math.prod(hardware.get("v5p").pod_shape)]
+    assert v5p[-1][2] == 8960 and v5p[0][1] == 2
+    v5e = G.hierarchy_levels("tpu", "v5e")
+    assert [lv[2] for lv in v5e] == [1, 8, 256]
+    gpu = G.hierarchy_levels("gpu")
+    assert [lv[2] for lv in gpu] == [1, 8, 256, 1024] and gpu[0][1] == hardware.get("H100").n_sm
+    for lv in (v5p, v5e, gpu):                      # each level is n × the one below
+        assert all(b[2] == a[2] * b[1] for a, b in zip(lv, lv[1:]))
+    fig = G.hierarchy_figure("gpu")
+    assert "共 1,024 颗GPU" in [t.get_text() for ax in fig.axes for t in ax.texts]
+    with pytest.raises(ValueError, match="family"):
+        G.hierarchy_levels("npu")
+
+
+@pytest.mark.parametrize("kind", ["dp", "fsdp", "tp"])
+def test_parallelism_figure_holds_and_sends(kind):
+    from scaling_lib.units import fmt_bytes
+    fig = G.parallelism_figure(kind, n=4, batch_tokens=4096, d_model=8192, d_ff=32768)
+    cost = training.layer_costs(kind, 4096, 8192, 32768, x=4 if kind != "tp" else 1,
+                                y=4 if kind == "tp" else 1)
+    title = fig._suptitle.get_text()
+    assert f"前向 {fmt_bytes(cost.bytes_fwd)}" in title and f"反向 {fmt_bytes(cost.bytes_bwd)}" in title
+    n_rows = len(G.PARALLEL_LAYOUTS[kind])
+    axes = np.array(fig.axes).reshape(n_rows, 5)
+    for r, spec in enumerate(G.PARALLEL_LAYOUTS[kind].values()):
+        nb = S.blocks_per_dim(spec, {"X": 4})
+        for d in range(4):
+            coloured = [p for p in axes[r, d + 1].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
+            # a replicated array: the device holds the whole (one-block) array
+            assert len(coloured) == 1 and len(axes[r, d + 1].patches) == int(np.prod(nb))
+
+
+def test_parallelism_pp_and_errors():
+    fig = G.parallelism_figure("pp", n=4, n_layers=8)
+    for d, ax in enumerate(fig.axes[1:]):
+        held = [i for i, p in enumerate(ax.patches) if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
+        assert held == [2 * d, 2 * d + 1]                       # stage d holds layers 2d, 2d+1
+    with pytest.raises(ValueError, match="divisible"):
+        G.parallelism_figure("pp", n=3, n_layers=8)
+    with pytest.raises(ValueError, match="kind"):
+        G.parallelism_figure("ep")
+
+
+def test_transformer_block_flops():
+    from scaling_lib import models
+    from scaling_lib.units import fmt_num
+    cfg = models.get("LLaMA-3-8B")
+    fig = G.transformer_block_figure(cfg, batch=2, seq_len=4096)
+    fl = cfg.flops_by_part(4096)
+    per_layer = (fl["attn_qkvo"] + fl["attn_core"] + fl["mlp"]) * 2 * 4096 / cfg.n_layers
+    assert f"合计 {fmt_num(per_layer)}" in fig.axes[0].get_title()
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert f"[{cfg.n_heads},{cfg.d_head}]" in texts.replace(".., ", "") and str(cfg.d_ff) in texts
+
+
+def test_serving_timelines_use_the_model():
+    from scaling_lib import inference, models
+    from scaling_lib.units import fmt_time
+    m = models.get("LLaMA-3-70B")
+    t_pre = float(inference.prefill_time(m, 512, 16, "v5e", mfu=0.4))
+    t_dec = float(inference.decode_step_time(m, 32, 512 + 16, 16, "v5e", weights="int8", kv="int8").total_s)
+    inter = G.serving_timeline(mode="interleaved").axes[0].get_title()
+    dis = G.serving_timeline(mode="disaggregated").axes[0].get_title()
+    assert inter.endswith(f"最长间隔 {fmt_time(t_pre + t_dec)}")     # a token waits a prefill
+    assert dis.endswith(f"最长间隔 {fmt_time(t_dec)}")               # never stops
+    single = G.serving_timeline(mode="single", n_new=8)
+    t1 = float(inference.decode_step_time(m, 1, 512 + 8, 16, "v5e", weights="int8", kv="int8").total_s)
+    assert any(f"每步 {fmt_time(t1)}" in t.get_text() for t in single.axes[0].texts)
+    with pytest.raises(ValueError, match="mode"):
+        G.serving_timeline(mode="batch")
+
+
+def test_paged_allocation():
+    from scaling_lib.kv_decode import paged_allocation
+    r = paged_allocation([5, 17, 9, 30], max_len=32, block_size=8)
+    assert r["used"] == 61 and r["contiguous"] == 128 and r["paged"] == 80
+    assert [len(t) for t in r["block_table"]] == [1, 3, 2, 4]
+    pages = [p for t in r["block_table"] for p in t]
+    assert sorted(pages) == list(range(r["n_pages"]))             # every page used once
+    assert r["paged"] - r["used"] < 4 * 8                          # < one page per sequence
+    with pytest.raises(ValueError, match="max_len"):
+        paged_allocation([40], max_len=32)
+    fig = G.kv_paging_figure([5, 17, 9, 30], max_len=32, block_size=8)
+    assert f"空着 {r['contiguous_waste']:.0%}" in fig.axes[0].get_title()
+    assert f"只空着 {r['paged_waste']:.0%}" in fig.axes[1].get_title()
+
+
+def test_batching_figure_matches_simulation():
+    from scaling_lib import inference
+    g = np.array([3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2])
+    fig = G.batching_figure(g, slots=4)
+    for ax, mode in zip(fig.axes, ("static", "continuous")):
+        sim = inference.simulate_batching(g, 4, mode=mode)
+        assert f"{sim['steps']} 步做完，槽位利用率 {sim['utilisation']:.0%}" in ax.get_title()
+        bars = [(p.get_x(), p.get_width(), round(p.get_y())) for p in ax.patches]
+        assert len(bars) == len(g)
+        busy = np.zeros(sim["steps"], dtype=int)
+        for x, w, row in bars:
+            busy[int(x):int(x + w)] += 1
+            others = [b for b in bars if b[2] == row and b != (x, w, row)]
+            assert all(b[0] >= x + w or b[0] + b[1] <= x for b in others)   # no overlap in a slot
+        assert list(busy) == list(sim["active"])
+
+
+# ---- the animations play in a browser without a kernel ------------------------------------------
+
+def test_animation_plays_in_browser_without_kernel(tmp_path):
+    """Render an animation the way the website does (scaling_lib._mystnb), load it in headless
+    Chromium with the site's plotly.js, press ▶ 播放 and see the frame change."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import time
+    pw = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.skip("no chromium")
+    import plotly
+    from scaling_lib._mystnb import PlotlyRenderer
+    fig = G.collective_animation("reduce_scatter", T.Ring(4, W))
+
+    class Data:
+        mime_type = "application/vnd.plotly.v1+json"
+        content = json.loads(fig.to_json())
+        cell_index, output_index = 0, 0
+    html = PlotlyRenderer.handle_mime(None, Data(), False)[0].astext()
+    shutil.copy(os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"), tmp_path)
+    (tmp_path / "index.html").write_text('<!doctype html><meta charset="utf-8">'
+                                         f'<script defer src="plotly.min.js"></script>{html}')
+    srv = subprocess.Popen(["python3", "-m", "http.server", "8766", "--bind", "127.0.0.1",
+                            "-d", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.8)
+        with pw.sync_playwright() as p:
+            b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+            page = b.new_page()
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto("http://127.0.0.1:8766/index.html")
+            page.wait_for_function("document.querySelector('.plotly-graph-div').layout")
+            gd = "document.querySelector('.plotly-graph-div')"
+            assert page.evaluate(f"{gd}._transitionData._frames.length") == len(fig.frames)
+            t0 = page.evaluate(f"{gd}.layout.title.text")
+            page.get_by_text("播放").first.click()
+            page.wait_for_function(f"{gd}.layout.title.text !== {json.dumps(t0)}", timeout=8000)
+            assert "第 " in page.evaluate(f"{gd}.layout.title.text")
+            b.close()
+        assert errors == []
+    finally:
+        srv.terminate()
+        srv.wait()

@@ -435,14 +435,17 @@ def matmul_case_figure(a, b, mesh=None, out=None):
 
 # ---- pipelines -------------------------------------------------------------------------------------
 
-def pipeline_figure(schedule="1f1b", n_stages: int = 4, n_micro: int = 8, ax=None):
+def pipeline_figure(schedule="1f1b", n_stages: int = 4, n_micro: int = 8, ax=None,
+                    virtual_stages: int = 2):
     """A pipeline schedule as a stage × time chart: forward cells (blue) and backward cells
     (orange) numbered by microbatch, idle time (the bubble) hatched grey.
 
     ``schedule``: a kind that ``training.pipeline_schedule`` knows ("gpipe", "1f1b", …), drawn
-    from ``training.pipeline_schedule(kind, n_stages, n_micro)``, or the grid it returned (stage ×
-    time ints: +m+1 forward of microbatch m, −(m+1) its backward, 0 idle). The title gives the
-    bubble measured on the grid. Returns the axes.
+    from ``training.pipeline_schedule(kind, n_stages, n_micro)``; "interleaved", drawn from
+    ``training.interleaved_schedule(n_stages, n_micro, virtual_stages)`` (cells are 1/v wide,
+    lighter shades for later chunks); or a grid (stage × time ints: +m+1 forward of microbatch
+    m, −(m+1) its backward, 0 idle). The title gives the bubble measured on the grid. Returns
+    the axes.
     """
     import matplotlib.patches as mp
     import matplotlib.pyplot as plt
@@ -450,8 +453,14 @@ def pipeline_figure(schedule="1f1b", n_stages: int = 4, n_micro: int = 8, ax=Non
     from .plots import set_style
 
     set_style()
-    if isinstance(schedule, str):
-        kind = schedule
+    chunk = None
+    v = 1
+    if isinstance(schedule, str) and schedule == "interleaved":
+        kind = f"交错式 1F1B（每设备 {virtual_stages} 段）"
+        v = virtual_stages
+        grid, chunk = training.interleaved_schedule(n_stages, n_micro, virtual_stages)
+    elif isinstance(schedule, str):
+        kind = schedule.upper()
         grid = np.asarray(training.pipeline_schedule(schedule, n_stages, n_micro))
     else:
         kind = "自定义"
@@ -459,32 +468,36 @@ def pipeline_figure(schedule="1f1b", n_stages: int = 4, n_micro: int = 8, ax=Non
     if grid.ndim != 2 or grid.dtype.kind not in "iu":
         raise ValueError("a pipeline grid must be a 2-D int array (stages × time units)")
     Z, T = grid.shape
+    w = 1.0 / v                       # a cell is 1/v of a full stage's forward
     if ax is None:
-        _, ax = plt.subplots(figsize=(min(12, 1.2 + 0.32 * T), 0.6 + 0.45 * Z))
+        _, ax = plt.subplots(figsize=(min(13, 1.2 + 0.32 * T * w * max(1, v / 1.6)), 0.6 + 0.45 * Z))
     for s in range(Z):
         for t in range(T):
-            v = int(grid[s, t])
-            if v == 0:
-                ax.add_patch(mp.Rectangle((t, s), 1, 1, facecolor="#eeeeee", edgecolor="#cccccc",
+            val = int(grid[s, t])
+            if val == 0:
+                ax.add_patch(mp.Rectangle((t * w, s), w, 1, facecolor="#eeeeee", edgecolor="#cccccc",
                                           hatch="///", lw=0.5))
                 continue
-            fc = COLORS["compute"] if v > 0 else COLORS["memory"]
-            ax.add_patch(mp.Rectangle((t, s), 1, 1, facecolor=fc, edgecolor="white", lw=0.8))
-            ax.text(t + 0.5, s + 0.5, str(abs(v)), ha="center", va="center", color="white",
-                    fontsize=7)
+            fc = COLORS["compute"] if val > 0 else COLORS["memory"]
+            if chunk is not None and chunk[s, t] > 0:      # later chunks lighter
+                fc = _mix(fc, 1.0 - 0.45 * chunk[s, t] / max(1, v - 1))
+            ax.add_patch(mp.Rectangle((t * w, s), w, 1, facecolor=fc, edgecolor="white", lw=0.8))
+            ax.text((t + 0.5) * w, s + 0.5, str(abs(val)), ha="center", va="center",
+                    color="white", fontsize=7 if v < 3 else 5)
     idle = float((grid == 0).mean())
-    ax.set_xlim(0, T)
+    ax.set_xlim(0, T * w)
     ax.set_ylim(Z, 0)
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_yticks(np.arange(Z) + 0.5, [f"阶段 {s}" for s in range(Z)])
-    ax.set_xlabel("时间（每格一次前向或反向）")
+    ax.set_xlabel("时间（单位：一个阶段的一次前向或反向）" if v == 1 else
+                  f"时间（单位：一个阶段的一次前向；每格是一段，1/{v} 个单位；颜色深浅区分段）")
     ax.grid(False)
     handles = [mp.Patch(facecolor=COLORS["compute"], label="前向（数字：微批次）"),
                mp.Patch(facecolor=COLORS["memory"], label="反向"),
                mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲（气泡）")]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=3, fontsize=8)
-    ax.set_title(f"{kind.upper() if kind != '自定义' else kind} 流水线：{Z} 个阶段，"
+    ax.set_title(f"{kind} 流水线：{Z} 个阶段，"
                  f"{int(np.abs(grid).max())} 个微批次，空闲占 {idle:.0%}", fontsize=10)
     return ax
 

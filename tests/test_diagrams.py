@@ -419,3 +419,29 @@ def test_animation_plays_in_browser_without_kernel(tmp_path):
     finally:
         srv.terminate()
         srv.wait()
+
+
+@pytest.mark.parametrize("Z,M,v", [(4, 8, 1), (4, 8, 2), (4, 8, 4), (2, 4, 2), (8, 16, 2), (3, 6, 3)])
+def test_interleaved_schedule_bubble(Z, M, v):
+    grid, chunk = training.interleaved_schedule(Z, M, v)
+    assert (grid == 0).mean() == pytest.approx((Z - 1) / (v * M + Z - 1))     # v× smaller bubble
+    for m in range(1, M + 1):                                                  # every op once
+        assert (grid == m).sum() == v * Z and (grid == -m).sum() == v * Z
+    assert ((chunk >= 0) == (grid != 0)).all()
+    for d in range(Z):      # each device runs chunk c of microbatch m forward before backward
+        for m in range(1, M + 1):
+            for c in range(v):
+                tf = np.nonzero((grid[d] == m) & (chunk[d] == c))[0]
+                tb = np.nonzero((grid[d] == -m) & (chunk[d] == c))[0]
+                assert len(tf) == len(tb) == 1 and tf[0] < tb[0]
+    if v == 1:
+        assert (grid == training.pipeline_schedule("1f1b", Z, M)).all()
+
+
+def test_interleaved_figure_and_errors():
+    ax = G.pipeline_figure("interleaved", 4, 8, virtual_stages=2)
+    grid, _ = training.interleaved_schedule(4, 8, 2)
+    assert f"空闲占 {(grid == 0).mean():.0%}" in ax.get_title() and "交错式" in ax.get_title()
+    assert ax.get_xlim()[1] == pytest.approx(grid.shape[1] / 2)
+    with pytest.raises(ValueError, match="multiple"):
+        training.interleaved_schedule(4, 6, 2)

@@ -59,12 +59,12 @@ def _mix(hex_colour: str, f: float) -> str:
     return f"#{m(r):02x}{m(g):02x}{m(b):02x}"
 
 
-def _anim_controls(fig, names: list, duration_ms: int, prefix: str):
+def _anim_controls(fig, names: list, duration_ms: int, prefix: str, y: float = -0.02):
     """Play/pause buttons and a slider over the frames ``names`` (plotly 'animate': no kernel)."""
     fig.update_layout(
         updatemenus=[{
             "type": "buttons", "direction": "left", "showactive": False,
-            "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top", "pad": {"r": 10, "t": 10},
+            "x": 0.0, "y": y, "xanchor": "left", "yanchor": "top", "pad": {"r": 10, "t": 10},
             "buttons": [
                 {"label": "▶ 播放", "method": "animate",
                  "args": [None, {"frame": {"duration": duration_ms, "redraw": True},
@@ -72,7 +72,7 @@ def _anim_controls(fig, names: list, duration_ms: int, prefix: str):
                 {"label": "暂停", "method": "animate",
                  "args": [[None], {"frame": {"duration": 0, "redraw": False}, "mode": "immediate",
                                    "transition": {"duration": 0}}]}]}],
-        sliders=[{"active": 0, "x": 0.18, "len": 0.82, "y": -0.02, "yanchor": "top",
+        sliders=[{"active": 0, "x": 0.18, "len": 0.82, "y": y, "yanchor": "top",
                   "pad": {"t": 10}, "currentvalue": {"prefix": prefix},
                   "steps": [{"label": str(n), "method": "animate",
                              "args": [[str(n)], {"frame": {"duration": 0, "redraw": True},
@@ -208,7 +208,7 @@ def collective_animation(kind, topo, axes=None, *, bidirectional: bool = True,
     lab = xy.copy()
     if len(sched.shape) == 1 and sched.wraps[0] and N > 2:       # ring: labels outside the circle
         rad = np.hypot(xy[:, 0], xy[:, 1])[:, None]
-        lab = xy * (rad + box * 1.45) / rad
+        lab = xy * (rad + box * 1.95) / rad
     else:
         lab[:, 1] += box + 0.35
     fig.add_trace(go.Scatter(x=lab[:, 0], y=lab[:, 1], mode="text",
@@ -1135,6 +1135,79 @@ def kv_paging_figure(seq_lens=(700, 2100, 380, 1500, 1000), max_len: int = 2048 
     return fig
 
 
+def _batching_slots(g, slots, mode):
+    """``inference.simulate_batching`` plus, per request, its start step and slot (a request takes
+    the lowest free slot, as the simulation does)."""
+    from . import inference
+    sim = inference.simulate_batching(g, slots, mode=mode)
+    start = sim["finish_step"] - g
+    if mode == "static":
+        return sim, start, [i % slots for i in range(len(g))]
+    free_at = [0] * slots
+    slot_of = []
+    for i in range(len(g)):
+        j = min(range(slots), key=lambda s: (free_at[s] > start[i], s))
+        slot_of.append(j)
+        free_at[j] = int(sim["finish_step"][i])
+    return sim, start, slot_of
+
+
+def batching_animation(gen_lens=(3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2), slots: int = 4,
+                       duration_ms: int = 500):
+    """Static and continuous batching side by side, one frame per decode step (kernel-free
+    plotly): each slot's cell shows which request it is decoding at that step; the title counts
+    busy slots and requests still waiting. Drawn from ``inference.simulate_batching``;
+    ``len(fig.frames)`` is the longer run's step count + 1."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    g = np.asarray(gen_lens, dtype=int)
+    cols = palette(len(g))
+    runs = {m: _batching_slots(g, slots, m) for m in ("static", "continuous")}
+    T = max(r[0]["steps"] for r in runs.values())
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.18,
+                        subplot_titles=("静态批处理", "连续批处理"))
+
+    def cells(mode, t):
+        sim, start, slot_of = runs[mode]
+        xs, ys, cs, tx = [], [], [], []
+        for i in range(len(g)):
+            for k in range(int(start[i]), min(int(start[i] + g[i]), t)):
+                xs.append(k + 0.5)
+                ys.append(slots - 1 - slot_of[i] + 0.5)
+                cs.append(cols[i])
+                tx.append(str(i))
+        return go.Scatter(x=xs or [None], y=ys or [None], mode="markers+text", text=tx or None,
+                          textfont={"size": 9, "color": "white"}, hoverinfo="skip",
+                          showlegend=False, marker={"symbol": "square", "size": 18,
+                                                    "color": cs or None})
+
+    def title(t):
+        parts = []
+        for mode, name in (("static", "静态"), ("continuous", "连续")):
+            sim, start, _ = runs[mode]
+            busy = int(sim["active"][t - 1]) if 0 < t <= sim["steps"] else 0
+            waiting = int((start >= t).sum()) if t > 0 else len(g)
+            parts.append(f"{name}：{busy}/{slots} 槽位在忙，{waiting} 个请求在排队")
+        return f"第 {t}/{T} 步　" + "；".join(parts)
+
+    fig.add_trace(cells("static", 0), row=1, col=1)
+    fig.add_trace(cells("continuous", 0), row=2, col=1)
+    fig.frames = [go.Frame(name=str(t), data=[cells("static", t), cells("continuous", t)],
+                           traces=[0, 1], layout={"title": {"text": title(t)}}) for t in range(T + 1)]
+    for r in (1, 2):
+        fig.update_xaxes(range=[0, T], dtick=5, title_text="解码步" if r == 2 else None, row=r, col=1,
+                         fixedrange=True)
+        fig.update_yaxes(range=[0, slots], tickvals=[s + 0.5 for s in range(slots)],
+                         ticktext=[f"槽位 {slots - 1 - s}" for s in range(slots)], row=r, col=1,
+                         fixedrange=True)
+    fig.update_layout(title={"text": title(0), "font": {"size": 13}}, font=_FONT,
+                      template="plotly_white", height=200 + 70 * slots,
+                      margin={"l": 10, "r": 10, "t": 80, "b": 120})
+    _anim_controls(fig, [str(t) for t in range(T + 1)], duration_ms, "步：", y=-0.14)
+    return _tidy_frames(fig)
+
+
 def batching_figure(gen_lens=(3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2), slots: int = 4):
     """Static vs continuous batching as slot × decode-step charts: each request a bar in the slot
     that serves it, idle slots blank. Drawn from ``inference.simulate_batching`` (its finish
@@ -1150,17 +1223,7 @@ def batching_figure(gen_lens=(3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2), slots: int = 
     cols = palette(len(g))
     fig, axes = plt.subplots(2, 1, figsize=(8, 1.2 + 0.5 * slots * 2), sharex=True)
     for ax, mode in zip(axes, ("static", "continuous")):
-        sim = inference.simulate_batching(g, slots, mode=mode)
-        start = sim["finish_step"] - g
-        free_at = [0] * slots
-        if mode == "static":
-            slot_of = [i % slots for i in range(len(g))]
-        else:
-            slot_of = []
-            for i in range(len(g)):
-                j = min(range(slots), key=lambda s: (free_at[s] > start[i], s))
-                slot_of.append(j)
-                free_at[j] = int(sim["finish_step"][i])
+        sim, start, slot_of = _batching_slots(g, slots, mode)
         for i in range(len(g)):
             ax.add_patch(mp.Rectangle((start[i], slots - 1 - slot_of[i] + 0.1), g[i], 0.8,
                                       facecolor=cols[i], edgecolor="white"))
@@ -1178,4 +1241,5 @@ def batching_figure(gen_lens=(3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2), slots: int = 
 
 
 __all__ += ["hierarchy_levels", "hierarchy_figure", "PARALLEL_LAYOUTS", "parallelism_figure",
-            "transformer_block_figure", "serving_timeline", "kv_paging_figure", "batching_figure"]
+            "transformer_block_figure", "serving_timeline", "kv_paging_figure", "batching_figure",
+            "batching_animation"]

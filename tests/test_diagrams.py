@@ -397,16 +397,28 @@ def test_animation_plays_in_browser_without_kernel(tmp_path):
     shutil.copy(os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"), tmp_path)
     (tmp_path / "index.html").write_text('<!doctype html><meta charset="utf-8">'
                                          f'<script defer src="plotly.min.js"></script>{html}')
-    srv = subprocess.Popen(["python3", "-m", "http.server", "8766", "--bind", "127.0.0.1",
+    import socket
+    import sys
+    import urllib.request
+    with socket.socket() as sock:                 # a free port, so parallel runs do not clash
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/index.html"
+    srv = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                             "-d", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.8)
+        for _ in range(50):
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
         with pw.sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
             page = b.new_page()
             errors = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto("http://127.0.0.1:8766/index.html")
+            page.goto(url)
             page.wait_for_function("document.querySelector('.plotly-graph-div').layout")
             gd = "document.querySelector('.plotly-graph-div')"
             assert page.evaluate(f"{gd}._transitionData._frames.length") == len(fig.frames)
@@ -445,3 +457,20 @@ def test_interleaved_figure_and_errors():
     assert ax.get_xlim()[1] == pytest.approx(grid.shape[1] / 2)
     with pytest.raises(ValueError, match="multiple"):
         training.interleaved_schedule(4, 6, 2)
+
+
+def test_batching_animation_frames():
+    from scaling_lib import inference
+    g = np.array([3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2])
+    fig = G.batching_animation(g, slots=4)
+    sims = {m: inference.simulate_batching(g, 4, mode=m) for m in ("static", "continuous")}
+    T = max(s["steps"] for s in sims.values())
+    assert len(fig.frames) == T + 1
+    for t in range(1, T + 1):
+        fr = fig.frames[t]
+        for k, mode in enumerate(("static", "continuous")):
+            xs = [x for x in fr.data[k].x if x is not None]
+            # cells drawn so far = tokens decoded so far = Σ active over the first t steps
+            assert len(xs) == int(sims[mode]["active"][:t].sum())
+        busy = int(sims["continuous"]["active"][t - 1]) if t <= sims["continuous"]["steps"] else 0
+        assert f"连续：{busy}/4 槽位在忙" in fr.layout.title.text

@@ -7,19 +7,98 @@ batch grader both read this registry; the grader recomputes expected values in i
 
 Exercise ids are "N.M" everywhere: the registry key, the ``ex-NN-M`` label, the heading
 "练习 N.M" and ``check("N.M", answer)``.
+
+Per-student variants. An exercise may declare ``params``: the numbers of its statement that can
+differ from one student to the next (``Param(default, values, text)``). The book, the reference
+notebook and ``check()`` without a variant use the defaults; a teacher's secret and a student id
+pick one value per parameter (``draw``: an HMAC of secret, chapter, parameter name and student id,
+so the same student always gets the same numbers and nobody without the secret can predict
+them). ``expected`` then takes the parameters as keyword arguments. Parameters are per chapter:
+two exercises that declare the same name share its value (they must declare it identically).
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
+import math
 import pkgutil
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Exercise", "KINDS", "registry", "get", "for_chapter"]
+__all__ = ["Exercise", "Param", "KINDS", "registry", "get", "for_chapter", "chapter_params",
+           "draw", "normalise_student", "number_text"]
 
 KINDS = ("number", "numbers", "choice", "function")
 _ID = re.compile(r"^\d{1,2}\.\d{1,2}[a-z]?$")
+
+
+def number_text(v) -> str:
+    """How a parameter value is written in a statement: 8192, 1e12, 2.5e12, 0.5, "TPU v5e"."""
+    from ..grading._view import format_value
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise TypeError(f"a parameter value must be an int, float or str, got {type(v).__name__}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"a parameter value must be finite, got {v!r}")
+    return format_value(v)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A number in an exercise statement that a student's copy may show differently.
+
+    default: the book's number (website, reference notebook, ``check()`` without a variant).
+    values:  the numbers a student's copy may show instead (one is drawn per student; the
+             default is never drawn when there is another choice).
+    text:    how the default is written in the exercise statement (``number_text(default)`` if
+             empty); the student copy replaces it, as a whole token, inside the statements of
+             the exercises that declare this parameter.
+    """
+
+    default: Any
+    values: tuple
+    text: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.values, tuple) or not self.values:
+            raise ValueError(f"Param.values must be a non-empty tuple, got {self.values!r}")
+        for v in (self.default, *self.values):
+            number_text(v)  # int, float or str, finite
+        if len(set(self.values)) != len(self.values):
+            raise ValueError(f"Param.values has duplicates: {self.values!r}")
+        if not self.text:
+            object.__setattr__(self, "text", number_text(self.default))
+
+    def choices(self) -> tuple:
+        """What a student can be given: ``values`` without the default (if anything is left)."""
+        rest = tuple(v for v in self.values if v != self.default)
+        return rest or self.values
+
+
+def normalise_student(student: str) -> str:
+    """The form of a student id that variants are derived from ("  S001 " -> "s001")."""
+    if not isinstance(student, str) or not student.strip():
+        raise ValueError(f"a student id must be a non-empty string, got {student!r}")
+    return " ".join(student.split()).casefold()
+
+
+def draw(params: dict, secret: bytes, student: str, chapter: int) -> dict:
+    """One value per parameter for this student: HMAC-SHA256(secret, chapter|name|student).
+
+    Deterministic (same secret and id, same numbers), independent between parameters, and
+    unpredictable without the secret. ``params`` is {name: Param}.
+    """
+    if not isinstance(secret, (bytes, bytearray)) or len(secret) < 16:
+        raise ValueError("the teacher's secret must be at least 16 bytes")
+    sid = normalise_student(student)
+    out = {}
+    for name in sorted(params):
+        msg = f"scaling-book-variant|{int(chapter)}|{name}|{sid}".encode("utf-8")
+        digest = hmac.new(bytes(secret), msg, hashlib.sha256).digest()
+        choices = params[name].choices()
+        out[name] = choices[int.from_bytes(digest[:8], "big") % len(choices)]
+    return out
 
 
 @dataclass(frozen=True)
@@ -41,7 +120,11 @@ class Exercise:
     sampler:   for "function": rng -> dict of keyword arguments (numpy Generator given).
     n_samples: how many sampled inputs a function is tested on.
     points:    weight in the score sheet.
-    explain:   one sentence shown after ✅: what the answer means.
+    explain:   one sentence shown after ✅: what the answer means. With ``params`` it may name
+               them as ``{B}``; they are filled in with the student's numbers.
+    params:    {name: Param}: numbers of the statement that differ per student (not for
+               "function" exercises, whose inputs the grader draws anyway). ``expected`` then
+               takes these names as keyword arguments, and so may callables in ``accept``.
     """
 
     id: str
@@ -58,6 +141,10 @@ class Exercise:
     points: float = 1.0
     explain: str = ""
     choices: tuple = field(default=())
+    params: dict = field(default_factory=dict)
+
+    def __hash__(self):
+        return hash(self.id)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -72,14 +159,41 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: a function exercise needs a sampler")
         if self.rtol < 0 or self.atol < 0:
             raise ValueError(f"exercise {self.id}: tolerances must be >= 0")
+        if not isinstance(self.params, dict) or not all(
+                isinstance(k, str) and k.isidentifier() and isinstance(p, Param)
+                for k, p in self.params.items()):
+            raise ValueError(f"exercise {self.id}: params must be a dict of name -> Param")
+        if self.params and self.kind == "function":
+            raise ValueError(f"exercise {self.id}: a function exercise cannot declare params "
+                             "(the grader draws its inputs)")
 
     @property
     def chapter(self) -> int:
         return int(self.id.split(".")[0])
 
-    def reference(self):
-        """The expected answer (for "function": the reference function)."""
-        return self.expected if self.kind == "function" else self.expected()
+    def values(self, values: dict | None = None) -> dict:
+        """This exercise's parameter values: ``values`` (a chapter's, may hold more names) over
+        the defaults."""
+        values = values or {}
+        return {k: values.get(k, p.default) for k, p in self.params.items()}
+
+    def reference(self, values: dict | None = None):
+        """The expected answer for these parameter values (defaults when None; for "function":
+        the reference function)."""
+        if self.kind == "function":
+            return self.expected
+        return self.expected(**self.values(values))
+
+    def accepted(self, values: dict | None = None) -> list:
+        """The other accepted answers (callables in ``accept`` get the parameter values)."""
+        kw = self.values(values)
+        return [a(**kw) if callable(a) else a for a in self.accept]
+
+    def explanation(self, values: dict | None = None) -> str:
+        """``explain`` with the parameters filled in (as written in the statement)."""
+        if not self.params or not self.explain:
+            return self.explain
+        return self.explain.format(**{k: number_text(v) for k, v in self.values(values).items()})
 
 
 _REGISTRY: dict[str, Exercise] | None = None
@@ -98,8 +212,28 @@ def registry() -> dict[str, Exercise]:
                 if ex.id in reg:
                     raise ValueError(f"duplicate exercise id {ex.id} in {m.name}")
                 reg[ex.id] = ex
+        _check_params(reg)
         _REGISTRY = reg
     return _REGISTRY
+
+
+def _check_params(reg) -> None:
+    seen: dict = {}
+    for ex in reg.values():
+        for name, p in ex.params.items():
+            key = (ex.chapter, name)
+            if key in seen and seen[key][1] != p:
+                raise ValueError(f"parameter {name!r} of chapter {ex.chapter} is declared differently "
+                                 f"in exercises {seen[key][0]} and {ex.id}")
+            seen.setdefault(key, (ex.id, p))
+
+
+def chapter_params(chapter: int) -> dict:
+    """{name: Param} of all exercises of this chapter (names are shared within a chapter)."""
+    out: dict = {}
+    for ex in for_chapter(chapter):
+        out.update(ex.params)
+    return out
 
 
 def get(ex_id: str) -> Exercise:

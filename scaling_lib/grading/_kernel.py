@@ -1,15 +1,16 @@
-"""The kernel the batch grader runs submissions in: an ordinary IPython kernel with limits.
+"""The kernel a submission runs in (inside its sandbox): an ordinary IPython kernel with limits.
 
-``python -m scaling_lib._grading_kernel --memory-mb N -f CONNECTION_FILE`` sets, before anything
-else is imported:
+The grader copies this file into the sandbox as ``/grader/bin/kernel.py``; the runner starts it
+as ``python -s -B kernel.py --memory-mb N -f CONNECTION_FILE``. It sets, before anything else is
+imported:
 
-- a memory limit with ``RLIMIT_DATA`` (not ``RLIMIT_AS``): JAX/XLA reserve gigabytes of virtual
+- (when the sandbox has no memory cgroup, N > 0) a memory limit with ``RLIMIT_DATA`` (not ``RLIMIT_AS``): JAX/XLA reserve gigabytes of virtual
   address space that is never touched (an ``RLIMIT_AS`` of 1.5 GB aborts ``import jax`` with 8
   simulated devices), while ``RLIMIT_DATA`` counts only writable private memory (heap, anonymous
   mappings, thread stacks) since Linux 4.7. A submission that allocates more gets ``MemoryError``
   (or its kernel dies); either way only that submission is affected.
-- ``PR_SET_PDEATHSIG`` (Linux): the kernel is killed when the grading process that started it dies,
-  so a kernel stuck in C code cannot outlive a grader that was killed for the notebook time limit.
+- ``PR_SET_PDEATHSIG`` (Linux): the kernel is killed when the runner that started it dies, so a
+  kernel stuck in C code cannot outlive a runner that was killed for the notebook time limit.
 
 Then it starts ipykernel with the remaining arguments. Not meant to be used by hand.
 """

@@ -1,14 +1,18 @@
-"""Answer extraction that runs INSIDE a submission's kernel (used by ``scaling_lib.grading``).
+"""Answer extraction that runs INSIDE a submission's kernel (in its sandbox; see ``_runner``).
 
-The grader never imports this module in the kernel: it reads this file's source text in its own
-process and sends it to the kernel, where it is compiled and executed in a private namespace
-(builtins only, plus ``_SPEC`` and ``_NS``). So a submission that shadows names (``json = 3``),
-edits ``scaling_lib`` or redefines ``check`` cannot change what this code is; it can only change
-the values it finds in its own namespace, which are the answers it is graded on.
+The runner sends this file's source text to the kernel, where it is compiled and executed in a
+private namespace (builtins only, plus ``_SPEC`` and ``_NS``), so names the notebook shadows
+(``json = 3``) do not change it. It is not a line of defence: the submission controls its
+kernel, so whatever comes back is only the submission's claim about its answers, which the
+grader then judges in its own process.
 
-Input (globals set by the grader):
-    _SPEC  JSON text: {"id", "var", "kind", "inputs": [kwargs, ...], "out": path, "budget_s"}
+Input (globals set by the runner):
+    _SPEC  JSON text: {"id", "var", "kind", "inputs": [kwargs, ...], "out": path, "budget_s",
+           "recorded": true if the value passed to check("<id>", ...) should be preferred}
     _NS    the kernel's user namespace (the notebook's globals)
+The sandbox's ``scaling_lib.grading.check`` records each (id, answer) it is given in
+``_RECORDED``; with "recorded", the answer recorded since the last look is taken (and removed)
+instead of the variable, so a variable reused by a later exercise does not matter.
 Output: ``_SPEC["out"]`` is written atomically with plain JSON data:
     {"id", "value": <encoded>}                       number / numbers / choice, or a non-callable
     {"id", "cases": [{"ok": <encoded>} | {"error": "TypeError: ..."} | {"timeout": true}, ...]}
@@ -126,15 +130,34 @@ def _call_all(fn, inputs, budget_s):
     return cases
 
 
+_NOTHING = object()
+
+
+def _recorded(ex_id):
+    """The answer last passed to the sandbox's check(ex_id, ...) since the last look, or _NOTHING."""
+    try:
+        mod = __import__("sys").modules.get("scaling_lib.grading")
+        rec = getattr(mod, "_RECORDED", None)
+        if isinstance(rec, dict) and ex_id in rec:
+            return rec.pop(ex_id)
+    except Exception:
+        pass
+    return _NOTHING
+
+
 def _main():
     spec = _json.loads(_SPEC)  # noqa: F821  (set by the grader)
     ns = _NS  # noqa: F821
     name = spec["var"]
     result = {"id": spec["id"]}
-    if name not in ns:
+    v = _recorded(spec["id"]) if spec.get("recorded") else _NOTHING
+    if v is not _NOTHING:
+        result["recorded"] = True
+    elif name in ns:
+        v = ns[name]
+    if v is _NOTHING:
         result["value"] = {"$": "missing"}
     else:
-        v = ns[name]
         if spec["kind"] == "function" and callable(v) and not isinstance(v, type):
             result["cases"] = _call_all(v, spec["inputs"], float(spec["budget_s"]))
         else:

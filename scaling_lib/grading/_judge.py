@@ -1,0 +1,658 @@
+"""Judging one answer: ``check()`` in a notebook and the grader's comparison (``evaluate``).
+
+Book: every exercise notebook (``exercises/NN_name.ipynb``); DESIGN.md §5.
+
+``check("1.2", i_crit)`` prints one line of Chinese feedback that starts with ✅ or ❌ (relative
+error, a hint for the usual slips: a factor of 2, 3, 8, 1e3..., seconds vs milliseconds, bits vs
+bytes, plus the exercise's own hints). It never raises: not for a bad answer (a string, None,
+NaN, 5e-324, 1e308, an array, ``...``, a function that fails) and not for a bug in a comparison
+either (that is a ❌ saying the answer could not be compared).
+
+``variant(1)`` (or, in a student's own copy, ``variant(1, "s001", {...})``) returns the chapter's
+exercise numbers and makes ``check()`` compare with the expected values for those numbers.
+
+``evaluate(exercise, answer, values=...)`` is the comparison the batch grader uses too, in its
+own process, with the parameter values it derives itself from the teacher's secret.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._view import Variant
+
+__all__ = ["check", "evaluate", "variant", "CheckResult", "Variant", "judge_function",
+           "sample_inputs", "default_seed", "expected_form"]
+
+_NOT_ANSWERED = "❌ 还没作答：把 `...` 换成你的结果再运行。"
+_RATIO_TOL = 1.05  # a hint fires when answer/expected is within 5% of its ratio
+
+
+class _Missing:
+    """The variable was not defined in the submission (grader only)."""
+
+    def __repr__(self):
+        return "<missing>"
+
+
+MISSING = _Missing()
+
+
+@dataclass(frozen=True)
+class _Opaque:
+    """A value the kernel could not send as plain data; only its type name travels."""
+
+    type_name: str
+    shape: tuple | None = None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What ``check()`` and the grader found: truthy when correct.
+
+    ``check()`` has already printed ``message``; the result shows nothing more in a notebook
+    (``_ipython_display_`` is empty), so a cell ending in ``check(...)`` prints the feedback once.
+    """
+
+    id: str
+    correct: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def __repr__(self) -> str:
+        return f"CheckResult(id={self.id!r}, correct={self.correct})"
+
+    def _ipython_display_(self) -> None:  # the message was printed already
+        return None
+
+
+def check(ex_id, answer) -> CheckResult:
+    """Check ``answer`` for exercise ``ex_id`` ("1.2") and print Chinese feedback (✅/❌).
+
+    Never raises: a string, None, NaN, 5e-324, an array, ``...`` or a function that fails all
+    give a ❌ line saying what is wrong. An unknown id lists the chapter's ids. The expected value
+    is the one for the numbers set by ``variant(chapter, ...)`` (the book's numbers otherwise).
+    Returns a ``CheckResult`` (truthy when correct) that does not display itself again.
+    """
+    ex, msg = _lookup(ex_id)
+    if ex is None:
+        res = CheckResult(str(ex_id)[:40], False, msg)
+    else:
+        res = evaluate(ex, answer, values=_ACTIVE.get(ex.chapter))
+    print(res.message)
+    return res
+
+
+_ACTIVE: dict = {}  # chapter -> parameter values set by variant() in this Python process
+
+
+def variant(chapter, student=None, values=None) -> Variant:
+    """The numbers of ``chapter``'s exercises, and the numbers ``check()`` uses from now on.
+
+    ``variant(1)`` gives the book's numbers. A student's own copy of the exercises (made by
+    ``python -m scaling_lib.grading variants``) calls ``variant(1, "s001", {"B": 1024, ...})``
+    with that student's numbers. The batch grader never believes these values: it derives each
+    student's numbers itself from the teacher's secret and the student's id.
+    """
+    from ..exercises import chapter_params
+    if isinstance(chapter, bool) or not isinstance(chapter, int):
+        raise TypeError(f"variant(chapter): chapter must be an int such as 1, got {chapter!r}")
+    params = chapter_params(chapter)
+    vals = {k: p.default for k, p in params.items()}
+    if values is not None:
+        if not isinstance(values, dict):
+            raise TypeError(f"variant(..., values): values must be a dict, got {type(values).__name__}")
+        unknown = sorted(set(values) - set(params))
+        if unknown:
+            raise ValueError(f"variant({chapter}, ...): unknown parameter(s) {', '.join(map(str, unknown))}; "
+                             f"chapter {chapter} has: {', '.join(sorted(params)) or 'none'}")
+        for k, v in values.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                raise TypeError(f"variant({chapter}, ...): parameter {k} must be a number or a string, "
+                                f"got {type(v).__name__}")
+        vals.update(values)
+    if student is not None and not isinstance(student, str):
+        raise TypeError(f"variant(..., student): student must be a string id, got {student!r}")
+    _ACTIVE[chapter] = vals
+    return Variant(chapter, student, vals)
+
+
+def _lookup(ex_id):
+    from ..exercises import registry, _sort_key
+    if not isinstance(ex_id, str):
+        return None, (f"❌ 练习编号要写成字符串，例如 check(\"1.2\", 你的答案)；"
+                      f"你给的是{_describe(ex_id)}。")
+    key = ex_id.strip()
+    reg = registry()
+    if key in reg:
+        return reg[key], ""
+    chap = key.split(".")[0]
+    same = sorted((k for k in reg if k.split(".")[0] == chap), key=_sort_key)
+    if same:
+        return None, f"❌ 没有编号为 \"{key}\" 的练习。第 {chap} 章的练习有：{'、'.join(same)}。"
+    return None, f"❌ 没有编号为 \"{key}\" 的练习，第 {chap} 章还没有登记练习。编号的格式是 \"1.2\"。"
+
+
+def evaluate(exercise, answer, *, seed: int | None = None, values: dict | None = None) -> CheckResult:
+    """Compare ``answer`` with ``exercise``'s expected value, without printing. Never raises.
+
+    ``answer`` is what the reader assigned (or, in the grader, the plain data read back from the
+    kernel). ``values`` are the exercise's parameter values (the defaults when None). For
+    "function" exercises the reader's function is called on ``n_samples`` inputs from
+    ``sampler(np.random.default_rng(seed))``; ``seed`` defaults to a fixed value per exercise,
+    so the feedback in a notebook is deterministic.
+    """
+    try:
+        return _evaluate(exercise, answer, seed, values)
+    except Exception as e:  # a comparison that cannot be made is a ❌, never an exception
+        return CheckResult(exercise.id, False, f"❌ 这个答案没法和标准答案比较（{type(e).__name__}）："
+                                               f"请换成题目要求的形式：{expected_form(exercise)}。")
+
+
+def _evaluate(ex, answer, seed, values) -> CheckResult:
+    if ex.kind == "function":
+        if answer is Ellipsis:
+            return CheckResult(ex.id, False, _NOT_ANSWERED)
+        if not callable(answer) or isinstance(answer, type):
+            return _fail(ex, _type_message(ex, answer))
+        inputs = sample_inputs(ex, default_seed(ex) if seed is None else seed)
+        cases = []
+        for kw in inputs:
+            try:
+                cases.append((kw, ("ok", answer(**kw))))
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # the reader's code (even sys.exit()): report, never raise
+                cases.append((kw, ("error", f"{type(e).__name__}: {e}")))
+                break
+        return judge_function(ex, cases)
+    if answer is Ellipsis:
+        return CheckResult(ex.id, False, _NOT_ANSWERED)
+    if ex.kind == "number":
+        return _judge_number(ex, answer, values)
+    if ex.kind == "numbers":
+        return _judge_numbers(ex, answer, values)
+    return _judge_choice(ex, answer, values)
+
+
+def default_seed(ex) -> int:
+    """The seed ``check()`` uses for a function exercise (fixed: notebook output is stable)."""
+    return zlib.crc32(ex.id.encode())
+
+
+def sample_inputs(ex, seed: int) -> list[dict]:
+    """``n_samples`` keyword-argument dicts for a function exercise, as plain Python data."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(ex.n_samples):
+        kw = ex.sampler(rng)
+        if not isinstance(kw, dict):
+            raise TypeError(f"exercise {ex.id}: sampler must return a dict of keyword arguments, "
+                            f"got {type(kw).__name__}")
+        out.append({str(k): _plain(v) for k, v in kw.items()})
+    return out
+
+
+def _plain(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+def _ok(ex, extra: str = "", values: dict | None = None) -> CheckResult:
+    msg = "✅ 对了。" + extra + (ex.explanation(values) or "")
+    return CheckResult(ex.id, True, msg.strip())
+
+
+def _fail(ex, msg: str) -> CheckResult:
+    return CheckResult(ex.id, False, msg)
+
+
+# ---- descriptions ----------------------------------------------------------------------------
+
+def _fmt(x: float) -> str:
+    from ..units import fmt_num
+    try:
+        return fmt_num(x)
+    except Exception:
+        try:
+            return f"{float(x):.4g}"
+        except Exception:
+            return "?"
+
+
+def _fmt_unit(ex) -> str:
+    u = ex.unit.strip()
+    return f" {u}" if u and not u.startswith(("[", "（", "(")) else ""
+
+
+def _describe(v) -> str:
+    """'字符串 "7.3h"', 'None', '一个长度为 3 的列表' ... (what the reader gave)."""
+    if v is None:
+        return " None"
+    if v is MISSING:
+        return "（没有找到这个变量）"
+    if isinstance(v, bool):
+        return f"布尔值 {v}"
+    if isinstance(v, str):
+        s = v if len(v) <= 30 else v[:27] + "..."
+        return f"字符串 \"{s}\""
+    if isinstance(v, _Opaque):
+        if v.shape is not None:
+            return f"一个形状为 {tuple(v.shape)} 的数组"
+        if v.type_name == "callable":
+            return "一个函数"
+        return f"一个 {v.type_name} 对象"
+    if isinstance(v, complex):
+        return f"复数 {_fmt(v.real)}{'+' if v.imag >= 0 else '-'}{_fmt(abs(v.imag))}j"
+    if isinstance(v, np.ndarray) or (hasattr(v, "shape") and hasattr(v, "dtype")):
+        return f"一个形状为 {tuple(np.shape(v))} 的数组"
+    if isinstance(v, list):
+        return f"一个长度为 {len(v)} 的列表"
+    if isinstance(v, tuple):
+        return f"一个长度为 {len(v)} 的元组"
+    if isinstance(v, dict):
+        return "一个字典"
+    if callable(v):
+        return "一个函数"
+    if isinstance(v, numbers.Number):
+        return f"数 {_fmt(v) if isinstance(v, numbers.Real) and abs(v) > 1e6 else v}"
+    return f"一个 {type(v).__name__} 对象"
+
+
+def expected_form(ex) -> str:
+    """What the answer must look like, in Chinese ("一个含 3 个数的列表（秒）"); no values."""
+    return _noun(ex)
+
+
+def _noun(ex) -> str:
+    if ex.kind == "number":
+        u = ex.unit.strip()
+        return f"一个数（单位：{u}）" if u else "一个数"
+    if ex.kind == "numbers":
+        try:
+            n = len(ex.reference())  # the length does not depend on the parameters
+        except Exception:
+            n = None
+        u = ex.unit.strip()
+        return (f"一个含 {n} 个数的列表" if n else "一个数的列表") + (f"（{u}）" if u else "")
+    if ex.kind == "choice":
+        opts = "、".join(f'"{c}"' for c in ex.choices) if ex.choices else '"A"、"B"'
+        return f"一个选项字母（{opts}）"
+    return f"一个函数（用 def {ex.var}(...) 定义）"
+
+
+def _type_message(ex, v) -> str:
+    if v is MISSING:
+        return (f"❌ 没有找到变量 `{ex.var}`：答题那一格是不是没有运行成功，或者变量名写错了？")
+    msg = f"❌ 这里要{_noun(ex)}，你填的是{_describe(v)}。"
+    if isinstance(v, str) and ex.kind in ("number", "numbers") and _parses_as_float(v):
+        msg += "去掉引号，直接写数。"
+    elif ex.kind == "number" and _size_one(v):
+        msg += "把里面那一个数取出来（例如 x[0] 或 x.item()）。"
+    elif ex.kind == "function" and not callable(v):
+        msg += f"要交的是函数本身：写 def {ex.var}(...)，不要调用它。"
+    return msg
+
+
+def _parses_as_float(s: str) -> bool:
+    try:
+        float(s.replace("_", "").strip())
+        return True
+    except ValueError:
+        return False
+
+
+def _size_one(v) -> bool:
+    if isinstance(v, (list, tuple)):
+        return len(v) == 1
+    if isinstance(v, np.ndarray):
+        return v.size == 1
+    return False
+
+
+def _as_float(v):
+    """A float, or None if ``v`` is not a single real number (bool, str, array, ... are not)."""
+    if isinstance(v, bool) or v is None or isinstance(v, (str, bytes, _Opaque, _Missing)):
+        return None
+    if isinstance(v, numbers.Real):
+        try:
+            return float(v)
+        except OverflowError:
+            return math.inf if v > 0 else -math.inf
+        except (ValueError, TypeError):
+            return None
+        except Exception:
+            return None
+    if hasattr(v, "shape") and hasattr(v, "dtype") and not callable(v):  # numpy / jax 0-d
+        try:
+            if tuple(v.shape) != ():
+                return None
+            arr = np.asarray(v)
+            if arr.dtype.kind not in "iuf":
+                return None
+            return float(arr)
+        except Exception:
+            return None
+    return None
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+def _close(a: float, e: float, rtol: float, atol: float) -> bool:
+    d = abs(a - e)  # inf when a and e are huge with opposite signs: not close
+    return d <= atol + rtol * abs(e)
+
+
+def _log_ratio(a: float, e: float) -> float | None:
+    """ln(a/e) for a, e of the same sign, without overflow or underflow (5e-324 / 240 is fine)."""
+    if a == 0 or e == 0 or (a > 0) != (e > 0):
+        return None
+    return math.log(abs(a)) - math.log(abs(e))
+
+
+def _rel(a: float, e: float) -> str:
+    if e == 0:
+        return f"绝对误差 {_fmt(a - e)}"
+    lr = _log_ratio(a, e)
+    if lr is not None and abs(lr) >= math.log(10):
+        q = math.exp(lr) if abs(lr) < 700 else None
+        if q is None or not (1e-6 <= q <= 1e6):
+            n = round(abs(lr) / math.log(10))
+            return f"差了约 {n} 个数量级（偏{'大' if lr > 0 else '小'}）"
+        return f"约是正确值的 {_fmt(q)} 倍"
+    try:
+        r = (a - e) / abs(e)
+    except (OverflowError, ZeroDivisionError):
+        r = math.inf
+    if not math.isfinite(r) or abs(r) >= 1e4:
+        return "相对误差很大" + ("（符号相反）" if (a > 0) != (e > 0) else "")
+    pct = r * 100
+    s = f"{pct:+.2g}" if abs(pct) < 10 else f"{pct:+.0f}"
+    return f"相对误差 {s}%"
+
+
+def _near(lr: float, target: float) -> bool:
+    """lr = ln(answer/expected) is within 5% of ln(target)."""
+    return abs(lr - math.log(target)) <= math.log(_RATIO_TOL)
+
+
+_CN_NUM = dict(enumerate("零一两三四五六七八九十", 0)) | {11: "十一", 12: "十二", 13: "十三", 14: "十四",
+                                                       15: "十五", 16: "十六", 17: "十七", 18: "十八"}
+_MAG = {k: _CN_NUM[k] for k in (3, 6, 9, 12, 15)}
+
+
+def _is_time_unit(unit: str) -> bool:
+    u = unit.strip().lower()
+    return u in ("秒", "s", "sec", "seconds") or u.endswith("秒") and "毫" not in u and "微" not in u
+
+
+def _ratio_hint(ex, a: float, e: float) -> str:
+    """The hint for answer/expected = a/e, or ''. Exercise hints first, then the usual slips."""
+    if e == 0 or a == 0 or not (math.isfinite(a) and math.isfinite(e)):
+        return ""
+    same_sign = (a > 0) == (e > 0)
+    lr = math.log(abs(a)) - math.log(abs(e))  # ln|a/e|: no overflow, no underflow
+    if same_sign:
+        for ratio, msg in ex.hints:
+            if isinstance(ratio, numbers.Real) and not isinstance(ratio, bool) and ratio > 0 \
+                    and _near(lr, float(ratio)):
+                return "❌ " + msg
+    if not same_sign:
+        if _near(lr, 1.0):
+            return "❌ 大小对了，符号反了。"
+        return "❌ 符号不对：结果应该是" + ("正数。" if e > 0 else "负数。")
+    r_big = lr > 0
+    big = "偏大" if r_big else "偏小"
+    alr = abs(lr)  # ln of the factor, >= 0
+    r = math.inf if lr > 700 else math.exp(lr)
+    if _near(alr, 2):
+        return (f"❌ 差了正好 2 倍（你的结果{big}）。看看是不是多乘或漏乘了一个 2："
+                "一次乘加是 2 个 FLOP，bf16 每个数占 2 字节，链路带宽有单向和双向之分。")
+    if _near(alr, 3):
+        if not r_big:
+            return ("❌ 差了 3 倍左右（你的结果偏小）。训练要算前向和反向，合计约为前向的 3 倍，"
+                    "只算前向就少了。")
+        return "❌ 差了 3 倍左右（你的结果偏大）。这里是不是只该算前向，你把反向也算进去了？"
+    if _near(alr, 4):
+        return f"❌ 差了 4 倍（你的结果{big}）：是不是两个 2 倍叠在一起了（2 FLOPs/乘加、2 字节/bf16、单向/双向）？"
+    if _near(alr, 8):
+        return f"❌ 差了 8 倍（你的结果{big}）：比特（bit）和字节（byte）是不是弄混了？1 字节 = 8 比特。"
+    for k, word in _MAG.items():
+        if _near(alr, 10.0 ** k):
+            if _is_time_unit(ex.unit) and r_big and k in (3, 6, 9):
+                small = {3: "毫秒", 6: "微秒", 9: "纳秒"}[k]
+                return f"❌ 差了大约{word}个数量级（你的结果偏大），多半是单位：答案要用秒，你的结果像是{small}。"
+            return (f"❌ 差了大约{word}个数量级（你的结果{big}），多半是单位："
+                    "ms 和 s、GB 和 B、TFLOPs 和 FLOPs 再对一遍。")
+    lg = alr / math.log(10)
+    if lg >= 1.5:
+        n = round(lg)
+        word = _CN_NUM.get(n, str(n))
+        return f"❌ 差了大约{word}个数量级（你的结果{big}）。把每一步的量级和单位再核对一遍。"
+    return ""
+
+
+def _number_feedback(ex, a: float, e: float, what: str = "你的结果") -> str:
+    """The ❌ line for a number outside tolerance (a hint if one fits)."""
+    rel = _rel(a, e)
+    got = f"{what}是 {_fmt(a)}{_fmt_unit(ex)}，{rel}"
+    hint = _ratio_hint(ex, a, e)
+    if hint:
+        return f"{hint}（{got}）"
+    lr = _log_ratio(a, e)
+    if lr is not None and abs(lr) <= math.log1p(max(5 * ex.rtol, 0.15)):
+        tol = f"±{ex.rtol * 100:.3g}%" if ex.rtol > 0 else f"±{_fmt(ex.atol)}"
+        return f"❌ 很接近，但超出了 {tol} 的容差（{rel}）。中间结果是不是四舍五入得太早了？"
+    side = "偏大" if a > e else "偏小"
+    if lr is None and e != 0 and a != 0:
+        return f"❌ 还不对：{got}，符号和正确结果相反。"
+    return f"❌ 还不对：{got}，{side}了。把公式里每一项的含义和单位再对一遍。"
+
+
+def _bad_float(ex, a: float) -> str | None:
+    if math.isnan(a):
+        return "❌ 你的结果是 NaN（不是一个数）：多半是某一步出现了 0/0，或者用到了还没算出来的量。"
+    if math.isinf(a):
+        return "❌ 你的结果是无穷大：多半是除以了 0，或者中间结果溢出了。"
+    return None
+
+
+def _judge_number(ex, answer, values=None) -> CheckResult:
+    a = _as_float(answer)
+    if a is None:
+        return _fail(ex, _type_message(ex, answer))
+    bad = _bad_float(ex, a)
+    if bad:
+        return _fail(ex, bad)
+    e = float(ex.reference(values))
+    if _close(a, e, ex.rtol, ex.atol):
+        return _ok(ex, values=values)
+    for alt in ex.accepted(values):
+        if _close(a, float(alt), ex.rtol, ex.atol):
+            return _ok(ex, values=values)
+    return _fail(ex, _number_feedback(ex, a, e))
+
+
+def _judge_numbers(ex, answer, values=None) -> CheckResult:
+    expected = [float(x) for x in ex.reference(values)]
+    n = len(expected)
+    if isinstance(answer, np.ndarray) or (hasattr(answer, "shape") and hasattr(answer, "tolist")
+                                          and not callable(answer)):
+        try:
+            arr = np.asarray(answer)
+        except Exception:
+            return _fail(ex, _type_message(ex, answer))
+        if arr.ndim != 1:
+            return _fail(ex, f"❌ 这里要{_noun(ex)}，你填的是一个形状为 {arr.shape} 的数组。")
+        items = list(arr.tolist())
+    elif isinstance(answer, (list, tuple)):
+        items = list(answer)
+    else:
+        return _fail(ex, _type_message(ex, answer))
+    if len(items) != n:
+        return _fail(ex, f"❌ 这里要 {n} 个数（按题目给的顺序），你给了 {len(items)} 个。")
+    values = []
+    for i, x in enumerate(items, 1):
+        if x is Ellipsis:
+            return _fail(ex, f"❌ 第 {i} 个还没作答：把 `...` 换成你的结果再运行。")
+        v = _as_float(x)
+        if v is None:
+            return _fail(ex, f"❌ 第 {i} 个不是一个数：你填的是{_describe(x)}。")
+        bad = _bad_float(ex, v)
+        if bad:
+            return _fail(ex, bad.replace("你的结果", f"第 {i} 个数", 1))
+        values.append(v)
+
+    def all_close(ref):
+        return all(_close(a, e, ex.rtol, ex.atol) for a, e in zip(values, ref))
+
+    if all_close(expected):
+        return _ok(ex, values=values)
+    for alt in ex.accepted(values):
+        try:
+            alt = [float(x) for x in alt]
+        except TypeError:
+            continue
+        if len(alt) == n and all_close(alt):
+            return _ok(ex, values=values)
+    perm = _matching_permutation(values, expected, ex)
+    if perm:
+        return _fail(ex, "❌ 这几个数都算对了，但顺序不对：按题目要求的顺序排列。")
+    for i, (a, e) in enumerate(zip(values, expected), 1):
+        if not _close(a, e, ex.rtol, ex.atol):
+            msg = _number_feedback(ex, a, e, what=f"第 {i} 个数")
+            if not msg.startswith("❌ 还不对") and not msg.startswith("❌ 很接近"):
+                msg = f"❌ 第 {i} 个数不对。" + msg[2:]
+            elif msg.startswith("❌ 很接近"):
+                msg = f"❌ 第 {i} 个数" + msg[2:]
+            return _fail(ex, msg)
+    return _fail(ex, "❌ 还不对。")  # unreachable: some element must be off
+
+
+def _matching_permutation(values, expected, ex) -> bool:
+    """True if ``values`` is a reordering of ``expected`` (each within tolerance)."""
+    left = list(expected)
+    for a in values:
+        for j, e in enumerate(left):
+            if _close(a, e, ex.rtol, ex.atol):
+                del left[j]
+                break
+        else:
+            return False
+    return True
+
+
+def _norm_choice(s: str) -> str:
+    s = s.strip().strip("\"'“”‘’").strip()
+    s = s.strip("()（）[]【】").strip().rstrip(".。、)）").strip()
+    return s.upper()
+
+
+def _judge_choice(ex, answer, values=None) -> CheckResult:
+    if not isinstance(answer, str):
+        return _fail(ex, _type_message(ex, answer))
+    got = _norm_choice(answer)
+    want = _norm_choice(str(ex.reference(values)))
+    if not got:
+        return _fail(ex, f"❌ 你填的是空字符串：这里要{_noun(ex)}。")
+    if ex.choices and got not in {_norm_choice(c) for c in ex.choices}:
+        opts = "、".join(f'"{c}"' for c in ex.choices)
+        return _fail(ex, f"❌ 请从 {opts} 里选一个字母，你填的是{_describe(answer)}。")
+    if got == want or got in {_norm_choice(str(a)) for a in ex.accepted(values)}:
+        return _ok(ex, values=values)
+    for key, msg in ex.hints:
+        if isinstance(key, str) and _norm_choice(key) == got:
+            return _fail(ex, f"❌ 不是 {got}。{msg}")
+    return _fail(ex, f"❌ 不是 {got}。回到题目里的数，比一比两个时间（或两个强度）哪个更大。")
+
+
+# ---- functions -------------------------------------------------------------------------------
+
+def _fmt_kwargs(kw: dict) -> str:
+    return ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else v!r}" for k, v in kw.items())
+
+
+def _param_names(ex) -> str:
+    try:
+        return ", ".join(inspect.signature(ex.expected).parameters)
+    except (TypeError, ValueError):
+        return ""
+
+
+def judge_function(ex, cases) -> CheckResult:
+    """Judge a function exercise from ``cases``: [(kwargs, outcome), ...] where outcome is
+    ("ok", value) | ("error", "TypeError: ...") | ("timeout", seconds). Expected outputs are
+    computed here from ``ex.expected``; the first failing input is reported. Never raises."""
+    try:
+        return _judge_function(ex, cases)
+    except Exception as e:
+        return _fail(ex, f"❌ 没法比较你的函数的返回值（{type(e).__name__}）：它应该返回一个数。")
+
+
+def _judge_function(ex, cases) -> CheckResult:
+    if not cases:
+        return _fail(ex, "❌ 没能测试你的函数（没有拿到任何结果）。")
+    for kw, (status, val) in cases:
+        args = _fmt_kwargs(kw)
+        if status == "error":
+            msg = f"❌ 你的函数在输入 {args} 上出错了：{str(val)[:200]}。"
+            if str(val).startswith("TypeError"):
+                names = _param_names(ex)
+                if names:
+                    msg += f"检查参数名：会这样调用它：{ex.var}({names}=...)（按参数名传入）。"
+            return _fail(ex, msg)
+        if status == "timeout":
+            return _fail(ex, f"❌ 你的函数在输入 {args} 上运行太久，被停下了：是不是写成了死循环？")
+        ref = np.asarray(ex.expected(**kw), dtype=float)
+        if val is None or val is Ellipsis:
+            return _fail(ex, f"❌ 你的函数在输入 {args} 上返回了 None：函数体里是不是还只有 `...`，"
+                             "或者忘了写 return？")
+        got = _as_array(val)
+        if got is None:
+            return _fail(ex, f"❌ 你的函数在输入 {args} 上返回了{_describe(val)}，这里要一个数。")
+        if got.shape != ref.shape:
+            if ref.shape == ():
+                return _fail(ex, f"❌ 你的函数在输入 {args} 上返回了一个形状为 {got.shape} 的数组，"
+                                 "这里要一个数。")
+            return _fail(ex, f"❌ 你的函数在输入 {args} 上返回的形状是 {got.shape}，应该是 {ref.shape}。")
+        flat_g, flat_r = got.reshape(-1), ref.reshape(-1)
+        for a, e in zip(flat_g.tolist(), flat_r.tolist()):
+            bad = _bad_float(ex, a)
+            if bad:
+                return _fail(ex, f"❌ 输入 {args} 时，" + bad[2:].replace("你的结果", "你的函数返回", 1))
+            if not _close(a, e, ex.rtol, ex.atol):
+                what = f"输入 {args} 时，你的函数返回值"
+                msg = _number_feedback(ex, a, e, what=what)
+                if msg.startswith("❌ 很接近"):
+                    msg = f"❌ 输入 {args} 时，你的函数返回值" + msg[2:]
+                elif msg.startswith("❌ 还不对"):
+                    msg = f"❌ 输入 {args} 时，你的函数返回 {_fmt(a)}{_fmt_unit(ex)}，{_rel(a, e)}。"
+                return _fail(ex, msg)
+    return _ok(ex, f"在 {len(cases)} 组随机输入上都和库函数一致。")
+
+
+def _as_array(v):
+    if isinstance(v, bool) or isinstance(v, (str, bytes, _Opaque, _Missing)) or v is None:
+        return None
+    f = _as_float(v)
+    if f is not None:
+        return np.asarray(f)
+    try:
+        arr = np.asarray(v)
+    except Exception:
+        return None
+    if arr.dtype.kind not in "iuf" or arr.dtype == bool:
+        return None
+    return arr.astype(float)
+
+

@@ -121,7 +121,8 @@ class Exercise:
     n_samples: how many sampled inputs a function is tested on.
     points:    weight in the score sheet.
     explain:   one sentence shown after ✅: what the answer means. With ``params`` it may name
-               them as ``{B}``; they are filled in with the student's numbers.
+               them as ``{B}`` (filled in with the student's numbers), or be a callable taking
+               the parameters as keyword arguments and returning the sentence.
     params:    {name: Param}: numbers of the statement that differ per student (not for
                "function" exercises, whose inputs the grader draws anyway). ``expected`` then
                takes these names as keyword arguments, and so may callables in ``accept``.
@@ -139,7 +140,7 @@ class Exercise:
     sampler: Callable[[Any], dict] | None = None
     n_samples: int = 20
     points: float = 1.0
-    explain: str = ""
+    explain: Any = ""
     choices: tuple = field(default=())
     params: dict = field(default_factory=dict)
 
@@ -190,7 +191,10 @@ class Exercise:
         return [a(**kw) if callable(a) else a for a in self.accept]
 
     def explanation(self, values: dict | None = None) -> str:
-        """``explain`` with the parameters filled in (as written in the statement)."""
+        """``explain`` for these parameter values: a callable gets them as keyword arguments; a
+        string has ``{name}`` filled in (as the statement writes the number)."""
+        if callable(self.explain):
+            return self.explain(**self.values(values))
         if not self.params or not self.explain:
             return self.explain
         return self.explain.format(**{k: number_text(v) for k, v in self.values(values).items()})

@@ -198,22 +198,40 @@ class Gradebook:
                 "submissions": [r.as_dict() for r in results]}
         _atomic_write(self.out.with_suffix(".json"),
                       (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+        names = _file_names(results)
         if self.feedback_dir is not None:
-            for r in results:
+            for r, name in zip(results, names):
                 if r.max_points or r.status != "未评分（已中断）":
-                    self._once(self.feedback_dir / f"{safe_name(r.student)}.md", feedback_text(r))
+                    self._once(self.feedback_dir / f"{name}.md", feedback_text(r))
         if "lms" in self.export:
             _atomic_write(self.lms_path(), lms_csv(results).encode("utf-8-sig"))
         if "gradescope" in self.export:
-            for r in results:
+            for r, name in zip(results, names):
                 if r.max_points:
-                    self._once(self.out.parent / "gradescope" / safe_name(r.student) / "results.json",
+                    self._once(self.out.parent / "gradescope" / name / "results.json",
                                json.dumps(gradescope_result(r), ensure_ascii=False, indent=1) + "\n")
 
     def _once(self, path: Path, text: str) -> None:
         if self._written.get(path) != text:
             _atomic_write(path, text.encode("utf-8"))
             self._written[path] = text
+
+
+def _file_names(results) -> list[str]:
+    """One file name per result: the student id, plus the submission's name when a student has
+    several submissions (several chapters) in one run."""
+    from collections import Counter
+    count = Counter(safe_name(r.student).casefold() for r in results)
+    out, used = [], set()
+    for r in results:
+        base = safe_name(r.student)
+        name = base if count[base.casefold()] == 1 else f"{base}_{safe_name(Path(r.file).stem) if r.file else 'none'}"
+        k, n = name, 2
+        while k.casefold() in used:
+            k, n = f"{name}_{n}", n + 1
+        used.add(k.casefold())
+        out.append(k)
+    return out
 
 
 def _ids(results) -> list:

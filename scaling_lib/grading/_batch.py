@@ -73,6 +73,7 @@ class SubmissionResult:
     notes: list = field(default_factory=list)
     seconds: float = 0.0
     peak_mb: float | None = None
+    cpu_s: float | None = None
     name: str = ""
     email: str = ""
     variant: bool = False
@@ -90,6 +91,7 @@ class SubmissionResult:
                 "chapters": self.chapters, "total": self.total, "max": self.max, "status": self.status,
                 "notes": self.notes, "seconds": round(self.seconds, 2),
                 "peak_mb": None if self.peak_mb is None else round(self.peak_mb, 1),
+                "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 2),
                 "variant": self.variant,
                 "exercises": {i: {"points": self.scores.get(i, 0.0), "max": self.max_points[i],
                                   "correct": self.scores.get(i, 0.0) > 0,
@@ -488,6 +490,7 @@ class _Grader:
                "timeout_cell": self.timeout_cell, "timeout_notebook": self.timeout_notebook}
         outcome = self.sandbox.run(job, self.timeout_notebook + 60)
         res.peak_mb = None if outcome.peak_bytes is None else outcome.peak_bytes / 2**20
+        res.cpu_s = outcome.cpu_s
         items: dict = {}
         timeouts, errors = [], []
         status, done = STATUS_OK, False

@@ -148,10 +148,10 @@ def _detect_cgroup() -> tuple[str | None, tuple]:
                 avail = set((v2.parent / "cgroup.subtree_control").read_text().split())
             except OSError:
                 avail = set()
-            ctrls = tuple(c for c in ("memory", "pids", "cpu") if c in avail)
+            ctrls = tuple(c for c in ("memory", "pids", "cpu") if c in avail) + ("cpuacct",)
             if ctrls and _writable_dir(v2.parent):
                 return "v2", ctrls
-        ctrls = tuple(c for c in ("memory", "pids", "cpu")
+        ctrls = tuple(c for c in ("memory", "pids", "cpu", "cpuacct")
                       if (p := _own_cgroup_v1(c)) is not None and _writable_dir(p))
         if ctrls:
             return "v1", ctrls
@@ -332,8 +332,15 @@ def _copy_library(dest: Path) -> None:
 
 
 def _matplotlib_cache(dest: Path) -> None:
-    """A font cache for the sandboxes (built or copied once: every fresh kernel would rebuild it)."""
+    """A font cache for the sandboxes (copied or built once: every fresh kernel would rebuild it)."""
     dest.mkdir()
+    for d in (os.environ.get("MPLCONFIGDIR"), Path.home() / ".cache" / "matplotlib", Path.home() / ".matplotlib"):
+        if d and Path(d).is_dir():
+            found = sorted(Path(d).glob("fontlist-v*.json"))
+            if found:
+                for f in found:
+                    shutil.copyfile(f, dest / f.name)
+                return
     try:
         env = dict(os.environ, MPLCONFIGDIR=str(dest), MPLBACKEND="Agg")
         subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env,
@@ -371,7 +378,8 @@ class Outcome:
     killed: bool = False           # hit the wall-clock limit
     returncode: int | None = None
     report_overflow: bool = False
-    peak_bytes: int | None = None  # whole tree (cgroup) or largest process (rusage)
+    peak_bytes: int | None = None  # whole tree (cgroup)
+    cpu_s: float | None = None     # CPU seconds of the whole tree (cgroup)
     oom: bool = False
     log_tail: str = ""
     seconds: float = 0.0
@@ -443,6 +451,20 @@ class _Cgroup:
                 except OSError:
                     pass
             time.sleep(0.02)
+
+    def cpu_seconds(self) -> float | None:
+        for d in self.dirs:
+            try:
+                return int((d / "cpuacct.usage").read_text()) / 1e9
+            except (OSError, ValueError):
+                pass
+            try:
+                for line in (d / "cpu.stat").read_text().splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+            except (OSError, ValueError):
+                pass
+        return None
 
     def peak(self) -> int | None:
         for d in self.dirs:
@@ -649,6 +671,7 @@ class Sandbox:
             _kill_group(proc)
             if cg:
                 out.peak_bytes = cg.peak()
+                out.cpu_s = cg.cpu_seconds()
                 out.oom = cg.oom()
                 cg.kill_all()
             reporter.join(timeout=5)

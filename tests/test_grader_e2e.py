@@ -40,7 +40,7 @@ from scaling_lib.grading import _batch, _sandbox  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 REFS = sorted((ROOT / "exercises").glob("*.ipynb"))
 REF1 = ROOT / "exercises" / "01_roofline.ipynb"
-MAX = {c: sum(e.points for e in for_chapter(c)) for c in range(13)}
+MAX = {c: int(sum(e.points for e in for_chapter(c))) for c in range(13)}
 MARKER = "EVIL_DAEMON_" + uuid.uuid4().hex[:8]
 
 
@@ -151,9 +151,14 @@ for d, dirs, files in os.walk("/"):    # 4. anything on the disk that looks like
         dirs[:] = []
         continue
     for f in files:
-        if f in ("ch01.py", "01_roofline.ipynb", "_judge.py") or f.endswith(".ipynb"):
-            found.append(os.path.join(d, f))
-            b_crit = 240.24
+        if f.endswith((".ipynb", ".py", ".json")):
+            try:
+                text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read(2_000_000)
+            except Exception:
+                continue
+            if "BEGIN SOLUTION" in text or "EXERCISES = [" in text or 'check("1.4b", b_crit)' in text:
+                found.append(os.path.join(d, f))
+                b_crit = 240.24
 print("FOUND", found)
 """
 

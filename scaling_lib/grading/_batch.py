@@ -725,6 +725,9 @@ def _run_all(paths, grader, book, roster_rows, jobs, *, progress, quiet):
             grader.log(f"{p}: grading failed: {type(e).__name__}: {e}")
             res = SubmissionResult(str(p), student, status=STATUS_ERROR)
             res.notes.append(f"评分程序出错（{type(e).__name__}），请老师复核")
+        if grader.sandbox.closed and cells is not None:  # Ctrl-C stopped it half-way
+            res = SubmissionResult(str(p), student, status=STATUS_INTERRUPTED)
+            res.notes.append("批改被中断，这一份没有批完")
         res.seconds = time.monotonic() - t0
         res.name, res.email = results[k].name, results[k].email
         res.notes = prior_notes + res.notes

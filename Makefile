@@ -10,7 +10,7 @@ NBVAL := -p nbval --nbval --nbval-current-env --nbval-cell-timeout=180 \
          --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
 
-.PHONY: book test execute student grade serve clean venv fonts assets chromium screenshots \
+.PHONY: book test execute student grade serve clean venv fonts assets chromium bubblewrap screenshots \
         test-colab test-colab-quick nbval-one
 
 ## make book: create .venv, install everything, build the website; prints the path of index.html
@@ -20,7 +20,7 @@ book: venv fonts assets
 	@echo; echo "网站已生成 / site built: $(CURDIR)/_build/html/index.html"
 
 ## make test: unit + property tests, notebooks (nbval), student copies, grader, book build, browser
-test: venv fonts assets chromium
+test: venv fonts assets chromium bubblewrap
 	@$(PY) tools/versions.py
 	$(PY) -m pytest -q -n $(JOBS) tests --ignore=tests/test_site.py --ignore=tests/test_browser.py
 	$(PY) tools/nbtool.py check
@@ -78,13 +78,25 @@ execute: venv fonts
 	$(PY) tools/nbtool.py execute $(NB) $(if $(ALL),--all,)
 	$(PY) -m scaling_lib.grading strip
 
-## make student: regenerate exercises/student/ from the reference exercise notebooks
+## bubblewrap: the sandbox each graded submission runs in (apt, only when root and missing)
+bubblewrap:
+	@if command -v bwrap >/dev/null; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+	  echo "installing bubblewrap"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	else echo "警告：没有 bubblewrap（bwrap），也无法自动安装（需要 root 和 apt）：批改时作业不在沙箱里运行"; fi
+
+## make student: regenerate exercises/student/ from the reference exercise notebooks;
+## with SECRET=course.key STUDENTS=roster.csv also one copy per student (their own numbers) in variants/
 student: venv
 	$(PY) -m scaling_lib.grading strip
+	$(if $(and $(SECRET),$(STUDENTS)),$(PY) -m scaling_lib.grading variants --secret-file $(SECRET) \
+	  --students $(STUDENTS) --out $(or $(VARIANTS),variants))
 
-## make grade SUBMISSIONS="a.ipynb b.ipynb": grade submitted notebooks -> scores.csv / scores.json
-grade: venv
-	$(PY) -m scaling_lib.grading grade $(SUBMISSIONS) --out scores.csv
+## make grade SUBMISSIONS=folder [ROSTER=roster.csv] [SECRET=course.key]: grade a class, each submission in
+## its own sandbox -> scores.csv (Excel), scores.json, feedback/<student>.md, scores_lms.csv, gradescope/
+grade: venv bubblewrap
+	$(PY) -m scaling_lib.grading grade $(SUBMISSIONS) --out $(or $(OUT),scores.csv) --export lms gradescope \
+	  $(if $(ROSTER),--roster $(ROSTER)) $(if $(SECRET),--secret-file $(SECRET))
 
 ## make serve: the built website on http://127.0.0.1:8000
 serve:

@@ -420,3 +420,37 @@ def test_make_variants_writes_one_copy_per_student(tmp_path):
     assert all("BEGIN SOLUTION" not in c.source for c in st.cells)  # student copies: no solutions
     with pytest.raises(ValueError, match="twice"):
         _strip.make_variants(SECRET, ["s001", "S001"], ROOT / "exercises", tmp_path, names=["1"])
+
+
+@pytest.mark.parametrize("chapter", [1, 3])
+def test_every_combination_of_numbers_has_a_finite_answer(chapter):
+    import collections
+    import itertools
+    from scaling_lib.grading import evaluate
+    for e in for_chapter(chapter):
+        if not e.params:
+            continue
+        names = sorted(e.params)
+        grid = [(e.params[n].default, *e.params[n].values) for n in names]
+        answers = set()
+        draws = collections.Counter()
+        for combo in itertools.product(*[e.params[n].choices() for n in names]):
+            ref = e.reference(dict(zip(names, combo)))
+            draws[ref if isinstance(ref, str) else tuple(float(f"{float(x):.6g}") for x in
+                                                        (ref if isinstance(ref, list) else [ref]))] += 1
+        n = sum(draws.values())
+        collide = sum(k * k for k in draws.values()) / n / n  # two students drawn at random share the answer
+        if e.kind != "choice":
+            assert collide < 0.15, (e.id, collide)
+        for combo in itertools.product(*grid):
+            values = dict(zip(names, combo))
+            ref = e.reference(values)
+            assert isinstance(e.explanation(values), str)
+            if e.kind == "choice":
+                answers.add(ref)
+                assert ref in e.choices
+            else:
+                flat = ref if isinstance(ref, list) else [ref]
+                assert all(math.isfinite(float(x)) and float(x) > 0 for x in flat), (e.id, values, ref)
+                answers.add(tuple(round(float(x), 12) for x in flat))
+            assert evaluate(e, ref, values=values).correct, (e.id, values)

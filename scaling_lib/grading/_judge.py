@@ -175,11 +175,20 @@ def _evaluate(ex, answer, seed, values) -> CheckResult:
         return judge_function(ex, cases)
     if answer is Ellipsis:
         return CheckResult(ex.id, False, _NOT_ANSWERED)
+    try:
+        ex.reference(values)
+    except Exception as e:  # the grader's side, not the answer
+        return CheckResult(ex.id, False, _no_reference(e))
     if ex.kind == "number":
         return _judge_number(ex, answer, values)
     if ex.kind == "numbers":
         return _judge_numbers(ex, answer, values)
     return _judge_choice(ex, answer, values)
+
+
+def _no_reference(e: BaseException) -> str:
+    return (f"❌ 这里算不出这道题的标准答案（{type(e).__name__}）：这不是你的答案的问题，"
+            "请告诉老师（或检查 scaling_lib 的安装）。")
 
 
 def default_seed(ex) -> int:
@@ -613,7 +622,10 @@ def _judge_function(ex, cases) -> CheckResult:
             return _fail(ex, msg)
         if status == "timeout":
             return _fail(ex, f"❌ 你的函数在输入 {args} 上运行太久，被停下了：是不是写成了死循环？")
-        ref = np.asarray(ex.expected(**kw), dtype=float)
+        try:
+            ref = np.asarray(ex.expected(**kw), dtype=float)
+        except Exception as e:  # the grader's side, not the answer
+            return _fail(ex, _no_reference(e))
         if val is None or val is Ellipsis:
             return _fail(ex, f"❌ 你的函数在输入 {args} 上返回了 None：函数体里是不是还只有 `...`，"
                              "或者忘了写 return？")

@@ -948,32 +948,50 @@ def _cm_checks(B, D, F, X, Y, bytes_per_elem):
 
 
 def collective_matmul_time(B, D, F, X, Y, chip="v5e", bytes_per_elem=2, bidirectional=False,
-                           dtype="bf16") -> CollectiveMatmulTime:
+                           dtype="bf16", wrap: bool = True,
+                           peak_flops: float | None = None) -> CollectiveMatmulTime:
     """Time model of the AllGather-side collective matmul. Book: eq-10-cm-time.
 
-    naive = b·(B/X)·D / W_bi + 2(B/X)·D·(F/n)/C; collective = t_c + (n-1)·max(t_c, t_p) with
-    t_c = 2(B/X)(D/n)(F/n)/C and t_p = b(B/X)(D/n)/W (W = one-way link bandwidth, or both
-    directions when ``bidirectional``).
+    Both sides are counted the same way (bandwidth terms exact, no latency):
+
+    - compute chunk t_c = 2(B/X)(D/n)(F/n)/C; no_comm = n·t_c;
+    - naive = exact AllGather of V = b(B/X)D over the n devices of the Y axis, then n·t_c:
+      ring with wraparound (``wrap=True``) (n-1)/n·V/W_bi (both directions of every link);
+      line without wraparound (``wrap=False``, e.g. a v5e 2x4 slice) (n-1)/n·V/W_1way (the end
+      links carry n-1 chunks one way);
+    - collective = t_c + (n-1)·max(t_c, t_p), one block b(B/X)(D/n) per step: t_p = block/W_1way,
+      or block/W_bi when ``bidirectional`` on a ring (half the block each way). On a line the
+      bidirectional version gains nothing: the wrap message of each direction crosses every link,
+      so each link direction still carries a whole block per step (t_p = block/W_1way).
+
+    ``peak_flops`` overrides C (e.g. the rate implied by a measured matmul in another dtype).
     """
     _cm_checks(B, D, F, X, Y, bytes_per_elem)
+    if not isinstance(wrap, (bool, np.bool_)):
+        raise TypeError(f"wrap must be True (ring) or False (line), got {wrap!r}")
     c = _chip(chip)
     if not c.ici_link_bw_1way:
         raise ValueError(f"{c.name} has no ICI bandwidth in the catalogue; pick a TPU")
-    C = c.peak(dtype)
+    C = c.peak(dtype) if peak_flops is None else check_positive("peak_flops", peak_flops,
+                                                                   allow_array=False)
     n = int(Y)
     bx = B / X
     t_c = 2 * bx * (D / n) * (F / n) / C
-    w = c.ici_bw_bidi if bidirectional else c.ici_link_bw_1way
-    t_p = bytes_per_elem * bx * (D / n) / w if n > 1 else 0.0
+    w1 = c.ici_link_bw_1way
+    block = bytes_per_elem * bx * (D / n)
+    w_step = 2 * w1 if (bidirectional and wrap and n > 2) else w1
+    t_p = block / w_step if n > 1 else 0.0
     no_comm = n * t_c
-    naive = (bytes_per_elem * bx * D / c.ici_bw_bidi if n > 1 else 0.0) + no_comm
+    w_ag = 2 * w1 if (wrap and n > 2) else w1
+    naive = ((n - 1) / n * bytes_per_elem * bx * D / w_ag if n > 1 else 0.0) + no_comm
     coll = t_c + (n - 1) * max(t_c, t_p)
     return CollectiveMatmulTime(naive=naive, collective=coll, no_comm=no_comm,
                                 t_compute_step=t_c, t_permute_step=t_p, n=n)
 
 
 def collective_matmul_timeline(B, D, F, X, Y, chip="v5e", bytes_per_elem=2,
-                               bidirectional=False, dtype="bf16", mode="collective") -> list:
+                               bidirectional=False, dtype="bf16", mode="collective",
+                               wrap: bool = True, peak_flops: float | None = None) -> list:
     """(kind, device, start_s, end_s) bars of one device row group for a Gantt chart.
 
     ``mode='collective'``: n compute chunks, ppermute k overlapping chunk k; ``'naive'``: one
@@ -981,7 +999,8 @@ def collective_matmul_timeline(B, D, F, X, Y, chip="v5e", bytes_per_elem=2,
     """
     if mode not in ("collective", "naive"):
         raise ValueError(f"mode must be 'collective' or 'naive', got {mode!r}")
-    m = collective_matmul_time(B, D, F, X, Y, chip, bytes_per_elem, bidirectional, dtype)
+    m = collective_matmul_time(B, D, F, X, Y, chip, bytes_per_elem, bidirectional, dtype,
+                               wrap=wrap, peak_flops=peak_flops)
     bars = []
     for dev in range(int(Y)):
         if mode == "naive":

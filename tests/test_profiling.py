@@ -296,6 +296,35 @@ def test_collective_matmul_threshold():
     assert hidden.naive > hidden.collective
 
 
+def test_collective_matmul_counts_both_sides_exactly():
+    """Review ch10-12 M1: the naive AllGather carries the same (n-1)/n as the ring steps."""
+    v5e = hardware.get("v5e")
+    B, D, F, X, n = 1024, 2048, 8192, 2, 4
+    V = 2 * (B / X) * D
+    ring = pr.collective_matmul_time(B, D, F, X, n, "v5e")
+    assert ring.naive - ring.no_comm == pytest.approx((n - 1) / n * V / v5e.ici_bw_bidi)
+    # on a ring with wraparound the one-way collective matmul is NOT faster at F/n = 2048
+    assert ring.collective > ring.naive
+    assert pr.collective_matmul_time(B, D, F, X, n, "v5e", bidirectional=True).collective < ring.naive
+    line = pr.collective_matmul_time(B, D, F, X, n, "v5e", wrap=False)
+    assert line.naive - line.no_comm == pytest.approx((n - 1) / n * V / v5e.ici_link_bw_1way)
+    assert line.collective < line.naive
+    # bidirectional gains nothing on a line: the wrap message crosses every link
+    assert pr.collective_matmul_time(B, D, F, X, n, "v5e", wrap=False,
+                                     bidirectional=True).collective == pytest.approx(line.collective)
+    # the book's int32 benchmark: the measured 224 us floor implies C_eff; comms are then hidden
+    c_eff = 2 * (B / X) * D * (F / n) / 224e-6
+    i32 = pr.collective_matmul_time(B, D, F, X, n, "v5e", bytes_per_elem=4, wrap=False,
+                                    peak_flops=c_eff)
+    assert i32.hidden and i32.no_comm == pytest.approx(224e-6)
+    assert i32.collective == pytest.approx(224e-6)
+    assert 280e-6 < i32.naive < 311e-6
+    with pytest.raises(TypeError):
+        pr.collective_matmul_time(B, D, F, X, n, "v5e", wrap="ring")
+    with pytest.raises(ValueError):
+        pr.collective_matmul_time(B, D, F, X, n, "v5e", peak_flops=-1.0)
+
+
 def test_collective_matmul_timeline():
     bars = pr.collective_matmul_timeline(1024, 2048, 8192, 2, 4, "v5e")
     comp = [b for b in bars if b[0] == "compute" and b[1] == 0]

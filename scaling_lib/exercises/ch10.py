@@ -342,7 +342,7 @@ EXERCISES = [
     Exercise("10.4b", "f_over_n_threshold", "number", _threshold, rtol=0.03, unit="（元素）",
              accept=(4378.0,), explain="F/n 超过约 4378（v5e，bf16，单向环），ppermute 就能完全藏在计算后面。"),
     Exercise("10.4c", "cm_times", "numbers", _p104_times, rtol=0.03, unit="秒",
-             explain="这组原书尺寸下 F/n = 2048 不到门槛，集合矩阵乘法只省下一部分通信时间。"),
+             explain="这组原书尺寸下 F/n = 2048 不到门槛：在带环绕的环上，单向集合矩阵乘法并不比朴素写法快，要用双向版本。"),
     Exercise("10.5", "shard_means", sampler=_s_mean, expected=per_shard_mean, **_FN,
              explain="每个分片自己求平均，输出按 P('X','Y') 拼成 [X, Y]：不需要任何通信。"),
     Exercise("10.5b", "roll_minus_x", sampler=lambda rng: _s_roll(rng), expected=roll_in_shard, **_FN,

@@ -159,17 +159,20 @@ def plot_timeline(bars, ax, rows: int | None = None, offset: int = 0):
 
 
 def draw_collective_matmul(B: int = 1024, D: int = 2048, F: int = 8192, X: int = 2, Y: int = 4,
-                           chip: str = "TPU v5e", bidirectional: bool = False):
-    """Two Gantt charts (naive AllGather-then-matmul vs ring collective matmul) and the totals."""
+                           chip: str = "TPU v5e", bidirectional: bool = False, wrap: bool = True):
+    """Two Gantt charts (naive AllGather-then-matmul vs ring collective matmul) and the totals.
+    ``wrap=False``: the Y axis is a line without wraparound (``profiling.collective_matmul_time``)."""
     import matplotlib.pyplot as plt
 
-    m = pr.collective_matmul_time(B, D, F, X, Y, chip, bidirectional=bidirectional)
+    m = pr.collective_matmul_time(B, D, F, X, Y, chip, bidirectional=bidirectional, wrap=wrap)
     rows = min(Y, 4)
     fig, ax = plt.subplots(figsize=(8, 0.5 + 0.55 * 2 * rows), layout="none")
     t1 = plot_timeline(pr.collective_matmul_timeline(B, D, F, X, Y, chip, mode="naive",
-                                                     bidirectional=bidirectional), ax, rows, rows + 1)
+                                                     bidirectional=bidirectional, wrap=wrap),
+                       ax, rows, rows + 1)
     t2 = plot_timeline(pr.collective_matmul_timeline(B, D, F, X, Y, chip,
-                                                     bidirectional=bidirectional), ax, rows, 0)
+                                                     bidirectional=bidirectional, wrap=wrap),
+                       ax, rows, 0)
     ax.set_xlim(0, 1.03 * max(t1, t2))
     ax.set_ylim(-0.6, 2 * rows + 0.6)
     ax.set_yticks([])    # row labels as plain text: tick machinery is the slow part of a redraw
@@ -197,7 +200,8 @@ def collective_matmul_explorer():
                 "Y": int_slider(4, 2, 16, 1, "Y（环的长度 n）"),
                 "chip": dropdown([c for c in CHIPS if c.startswith("TPU v5") or c.startswith("TPU v6")],
                                  "TPU v5e", "芯片"),
-                "bidirectional": toggle([("单向", False), ("双向", True)], False, "环")}
+                "bidirectional": toggle([("单向", False), ("双向", True)], False, "环"),
+                "wrap": toggle([("有环绕（环）", True), ("无环绕（线）", False)], True, "Y 轴")}
 
     def draw(B, D, F, **kw):
         draw_collective_matmul(int(round(B)), int(round(D)), int(round(F)), **kw)

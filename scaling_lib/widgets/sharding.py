@@ -12,7 +12,8 @@ from .. import sharding
 from ..plots import COLORS
 from ..units import fmt_bytes, fmt_time
 
-__all__ = ["AXIS_CHOICES", "CHIPS", "plan_for", "draw_matmul", "matmul_explorer",
+__all__ = ["AXIS_CHOICES", "CHIPS", "WRAP_CHOICES", "mesh_wrap", "plan_for", "draw_matmul",
+           "matmul_explorer",
            "A_IN", "OUT", "STRATEGIES", "strategy_costs", "cost_figure", "draw_shards",
            "draw_race", "race_explorer"]
 
@@ -28,19 +29,57 @@ def _dim(name, axes):
     return f"{name}_{axes}" if axes else name
 
 
+#: the explorer's choices for the mesh axes: the chip's wraparound rule, or forced ring / line
+WRAP_CHOICES = [("按芯片规则", "auto"), ("环（有环绕链路）", "ring"), ("链（无环绕）", "line")]
+
+
+def mesh_wrap(chip, X, Y, wrap="auto"):
+    """Whether each axis of the explorer's {X, Y} mesh is a ring: ``{"X": bool, "Y": bool}``.
+
+    ``wrap``: ``"auto"`` (or None) applies the chip's rule (chapter 2, ``topology.wraparound``):
+    on a 2-D-torus chip (v5e, v6e) the mesh is the slice X×Y, and an axis wraps only when it is a
+    whole pod axis (16), so a v5e 4×4 has none; on a 3-D-torus chip (v4p, v5p) the 2-D mesh is
+    read as axes of whole 4×4×4 cubes, which wrap when their length is a multiple of 4.
+    ``"ring"``/True and ``"line"``/False force every axis.
+    """
+    from .. import hardware, topology
+    if wrap in (True, "ring"):
+        return {"X": True, "Y": True}
+    if wrap in (False, "line"):
+        return {"X": False, "Y": False}
+    if wrap not in (None, "auto"):
+        raise ValueError(f"wrap must be 'auto', 'ring' or 'line' (or None/True/False), got {wrap!r}")
+    c = hardware.get(chip)
+    X, Y = int(X), int(Y)
+    if c.torus_dims == 2:
+        wx, wy = topology.wraparound(c, (X, Y))
+    else:
+        wx, wy = X % 4 == 0, Y % 4 == 0
+    return {"X": bool(wx), "Y": bool(wy)}
+
+
+def _wrap_text(w: dict) -> str:
+    if all(w.values()):
+        return "（两条轴都有环绕链路）"
+    if not any(w.values()):
+        return "（无环绕链路）"
+    return "（只有 " + "、".join(k for k, v in w.items() if v) + " 轴有环绕链路）"
+
+
 def plan_for(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192, J=4096, K=16384,
-             chip="TPU v5e", wrap=True, strategy="gather", dtype="bf16") -> sharding.MatmulPlan:
-    """The ``MatmulPlan`` for the explorer's control values (raises ValueError on bad specs)."""
+             chip="TPU v5e", wrap="auto", strategy="gather", dtype="bf16") -> sharding.MatmulPlan:
+    """The ``MatmulPlan`` for the explorer's control values (raises ValueError on bad specs).
+    ``wrap``: see ``mesh_wrap`` (default: the chip's wraparound rule for an X×Y slice)."""
     a = f"A[{_dim('I', a_i)}, {_dim('J', a_j)}]"
     b = f"B[{_dim('J', b_j)}, {_dim('K', b_k)}]"
     mesh = {"X": int(X), "Y": int(Y)}
     o = None if out in (None, "自动") else f"Out[{out}]"
     return sharding.matmul(a, b, mesh, out=o, sizes={"I": int(I), "J": int(J), "K": int(K)},
-                           chip=chip, wrap=bool(wrap), strategy=strategy, dtype=dtype)
+                           chip=chip, wrap=mesh_wrap(chip, X, Y, wrap), strategy=strategy, dtype=dtype)
 
 
 def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192, J=4096,
-                K=16384, chip="TPU v5e", wrap=True, strategy="gather", dtype="bf16", ax=None):
+                K=16384, chip="TPU v5e", wrap="auto", strategy="gather", dtype="bf16", ax=None):
     """A stacked bar (compute vs each collective) and a text card of the plan; returns the plan."""
     import matplotlib.pyplot as plt
 
@@ -63,7 +102,7 @@ def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192
     ax.set_ylim(-0.6, 2.9)
     m = p.mesh
     lines = [p.notation(),
-             f"情形 {p.case}；网格 X={m['X']}，Y={m['Y']}；{p.chip}" + ("" if wrap else "（无环绕）"),
+             f"情形 {p.case}；网格 X={m['X']}，Y={m['Y']}；{p.chip}" + _wrap_text(mesh_wrap(chip, X, Y, wrap)),
              "通信：" + ("无" if not p.collectives else "；".join(
                  f"{sharding.COLLECTIVES[s.kind]}_{''.join(s.axes)} V={fmt_bytes(s.nbytes)}"
                  for s in p.steps if s.kind != "slice")),
@@ -98,7 +137,7 @@ def matmul_explorer():
         "K": log_slider(16384, 7, 17, 1, "K（列）", base=2, fmt=".0f"),
         "chip": dropdown(CHIPS, "TPU v5e", "芯片"),
         "dtype": dropdown([("bf16", "bf16"), ("int8", "int8")], "bf16", "数据类型"),
-        "wrap": toggle([("环（有环绕链路）", True), ("链（无环绕）", False)], True, "网格轴"),
+        "wrap": toggle(WRAP_CHOICES, "auto", "网格轴"),
     }
 
     def draw(**kw):
@@ -119,10 +158,12 @@ STRATEGIES = {
 }
 
 
-def strategy_costs(I, J, K, mesh=None, chip="TPU v5e", wrap=True) -> dict:
+def strategy_costs(I, J, K, mesh=None, chip="TPU v5e", wrap="auto") -> dict:
     """{label: (t_math, t_comms)} per ``STRATEGIES`` entry: reshard A from ``A_IN`` to the
-    strategy's sharding, multiply with the chapter's rules, and leave the output as ``OUT``."""
+    strategy's sharding, multiply with the chapter's rules, and leave the output as ``OUT``.
+    ``wrap``: see ``mesh_wrap`` (default: the chip's rule, so a v5e 4×4 has no wraparound)."""
     mesh = mesh or {"X": 4, "Y": 4}
+    wrap = mesh_wrap(chip, mesh["X"], mesh["Y"], wrap)
     sizes = {"I": int(I), "J": int(J), "K": int(K)}
     out = {}
     for label, (a, b) in STRATEGIES.items():
@@ -134,8 +175,9 @@ def strategy_costs(I, J, K, mesh=None, chip="TPU v5e", wrap=True) -> dict:
 
 
 def cost_figure(Is=(256, 1024, 4096, 16384, 65536), J=8192, K=32768, mesh=None,
-                chip="TPU v5e", wrap=True):
-    """Plotly twin: grouped bars of T_math and T_comms per sharding choice, slider over I."""
+                chip="TPU v5e", wrap="auto"):
+    """Plotly twin: grouped bars of T_math and T_comms per sharding choice, slider over I.
+    ``wrap`` as in ``mesh_wrap``: by default a v5e 4×4 is priced without wraparound links."""
     from ..interactive import slider_figure
     steps = []
     labels = list(STRATEGIES)
@@ -150,7 +192,8 @@ def cost_figure(Is=(256, 1024, 4096, 16384, 65536), J=8192, K=32768, mesh=None,
              "marker": {"color": COLORS["comms"]}},
         ]))
     m = mesh or {"X": 4, "Y": 4}
-    fig = slider_figure(steps, title=f"{A_IN}·B → {OUT}（J={J}，K={K}，{chip} {m['X']}×{m['Y']}）",
+    wt = _wrap_text(mesh_wrap(chip, m["X"], m["Y"], wrap))
+    fig = slider_figure(steps, title=f"{A_IN}·B → {OUT}（J={J}，K={K}，{chip} {m['X']}×{m['Y']}{wt}）",
                         xaxis={"title": {"text": "分片方式"}},
                         yaxis={"title": {"text": "每设备时间（µs）"}, "type": "log"},
                         slider_label="I（token 数）", active=min(2, len(steps) - 1), height=480)

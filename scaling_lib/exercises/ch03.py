@@ -23,10 +23,12 @@ SHAPE4 = {"k4": Param(2048, (512, 1024, 3072, 4096, 6144)), "c4": Param(8192, (2
 # I x F and B x D set the bytes moved: the grids make every product different (odd part x power of
 # two, or disjoint primes), so two students share an answer only if they share both numbers
 AG6 = {"I6": Param(2048, (512, 768, 1280, 1792, 2816, 3328)), "F6": Param(8192, (8704, 9728, 11776, 14848))}
-CUBE8 = {"B8": Param(1024, (384, 640, 896, 1152, 1408, 1664)), "D8": Param(4096, (1024, 2048, 8192, 16384))}
-STRAT10 = {"B10": Param(1024, (256, 512, 2048, 4096)), "D10": Param(8192, (2048, 4096, 16384)),
+# (D8 >= 4096 and B13 >= 32 keep the collectives bandwidth-bound, as the book's method assumes;
+# no D10 is near 2 B10, where the two strategies of 3.10 tie)
+CUBE8 = {"B8": Param(1024, (384, 640, 896, 1152, 1408, 1664)), "D8": Param(4096, (8192, 16384, 32768))}
+STRAT10 = {"B10": Param(1024, (256, 384, 640, 1536, 2560)), "D10": Param(8192, (4096, 10240, 16384)),
            "F10": Param(32768, (8192, 16384, 65536)), "X10": Param(4, (2, 8, 16))}
-FFN13 = {"B13": Param(128, (16, 32, 48, 64, 96, 192, 256, 384, 512))}
+FFN13 = {"B13": Param(128, (32, 48, 64, 96, 192, 256, 384, 512))}
 
 
 def _p1(r1, c1):

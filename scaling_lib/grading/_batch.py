@@ -607,6 +607,8 @@ def grade(files, out: str | Path | None = "scores.csv", *, timeout_cell: float =
     from ..exercises import registry
     from . import _report, _sandbox
 
+    if os.name == "nt":
+        raise RuntimeError("Windows 上不能批改：请在 WSL（Windows 的 Linux 子系统）里运行，那里可以装 bubblewrap")
     if timeout_cell <= 0 or timeout_notebook <= 0:
         raise ValueError("timeouts must be > 0 seconds")
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):

@@ -44,7 +44,8 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent          # scaling_lib/grading
 LIB = PKG.parent                                # scaling_lib
-ROOT = LIB.parent                               # the repository (when run from a checkout)
+ROOT = LIB.parent                               # the repository (when run from a checkout) ...
+REPO = ROOT if (ROOT / "pyproject.toml").exists() else None  # ... or site-packages (installed)
 SANDBOX_UID = 65534
 REPORT_CAP = 32 << 20    # bytes of report accepted from one submission
 LOG_TAIL = 16 << 10      # bytes of runner log kept (teacher's console only)
@@ -87,6 +88,8 @@ class Isolation:
             lines.append(f"内存上限：整棵进程树 {mem}（cgroup {self.cgroup}）。")
         else:
             lines.append(f"内存上限：每个进程 {mem}（RLIMIT_DATA；没有整棵进程树的总上限）。")
+        if sys.platform == "darwin":
+            lines.append("macOS 上这条内存上限不一定生效，自己脱离进程组的后台进程也可能在批改结束后还活着。")
         if "pids" in self.controllers:
             lines.append(f"进程数上限：{nproc}（cgroup {self.cgroup}）。")
         elif self.kind == "bwrap":
@@ -545,8 +548,8 @@ class Sandbox:
         (etc / "group").write_text(f"root:x:0:\ngrader:x:{SANDBOX_UID}:\n", encoding="utf-8")
         for d in self.tree.rglob("*"):
             os.chmod(d, 0o755 if d.is_dir() else 0o644)
-        self.avoid = [Path(a).resolve() for a in (avoid or [])] + [ROOT, Path.home().resolve(), self.tree,
-                                                                   Path.cwd().resolve()]
+        self.avoid = [Path(a).resolve() for a in (avoid or [])] + [Path.home().resolve(), self.tree,
+                                                                   Path.cwd().resolve()] + ([REPO] if REPO else [])
         self.roots = _python_roots(self.avoid)
 
     # ---- command lines ---------------------------------------------------------------------
@@ -715,7 +718,7 @@ class Sandbox:
                 "assert not hasattr(g, 'evaluate')\n"
                 "try:\n    import scaling_lib.exercises\nexcept ImportError:\n    pass\n"
                 "else:\n    sys.exit('answer key importable')\n"
-                "import os\nassert not os.path.exists(%r)\nprint('ok')" % str(ROOT / "exercises"))
+                "import os\nassert not os.path.exists(%r)\nprint('ok')" % str((REPO or ROOT) / "exercises"))
         argv = self._bwrap_argv()
         argv = argv[:argv.index("--") + 1] + [sys.executable, "-s", "-B", "-c", code]
         env = self._env("/home/grader", "/tmp", "/grader/lib", 3)

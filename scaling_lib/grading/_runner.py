@@ -107,80 +107,86 @@ def _extract_reserve(job) -> float:
         1 for s in job["exercises"] if s["kind"] == "function"))
 
 
-def run(job: dict, report: Report) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionComplete, DeadKernelError
+class Runner:
+    """One notebook in one kernel: run its cells under the limits, read the answers after each."""
 
-    class Client(NotebookClient):
-        """Drops every output as it arrives: the grader reads answers, not outputs."""
+    def __init__(self, job: dict, report: Report):
+        import nbformat
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionComplete
 
-        def process_message(self, msg, cell, cell_index):
-            if msg.get("msg_type") == "status" and msg.get("content", {}).get("execution_state") == "idle":
-                raise CellExecutionComplete()
-            return None
+        class Client(NotebookClient):
+            """Drops every output as it arrives: the grader reads answers, not outputs."""
 
-    bin_dir = job["bin"]
-    work = job["workdir"]
-    io_dir = os.path.join(job["tmp"], "grader-io")
-    os.makedirs(io_dir, exist_ok=True)
-    os.makedirs(work, exist_ok=True)
-    t_start = time.monotonic()
-    cell_timeout = float(job["timeout_cell"])
-    nb_deadline = t_start + float(job["timeout_notebook"])
-    specs = job["exercises"]
-    with open(os.path.join(bin_dir, "extract.py"), encoding="utf-8") as f:
-        extract_src = f.read()
-    jupyter_dir = os.path.join(job["tmp"], "jupyter")
-    _write_kernelspec(jupyter_dir, bin_dir, int(job["memory_mb"]))
-    os.environ["JUPYTER_PATH"] = jupyter_dir
-    os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(jupyter_dir, "runtime")
-    os.environ["JUPYTER_DATA_DIR"] = os.path.join(jupyter_dir, "data")
-    os.environ["JUPYTER_CONFIG_DIR"] = os.path.join(jupyter_dir, "config")
-    os.environ["IPYTHONDIR"] = os.path.join(job["tmp"], "ipython")
+            def process_message(self, msg, cell, cell_index):
+                if msg.get("msg_type") == "status" and msg.get("content", {}).get("execution_state") == "idle":
+                    raise CellExecutionComplete()
+                return None
 
-    nb = nbformat.v4.new_notebook()
-    indices = []
-    for index, source in job["cells"]:
-        nb.cells.append(nbformat.v4.new_code_cell(source))
-        indices.append(int(index))
-    n_cells = len(nb.cells)
-    nb.cells.append(nbformat.v4.new_code_cell(""))  # the slot grader code runs in
-    timeouts, errors = [], []
-    timeout_reply = {"ename": "CellTimeoutError", "evalue": "grader cell timeout", "traceback": []}
+        self.nbformat = nbformat
+        self.job, self.report = job, report
+        self.specs = job["exercises"]
+        self.cell_timeout = float(job["timeout_cell"])
+        self.deadline = time.monotonic() + float(job["timeout_notebook"])
+        self.io_dir = os.path.join(job["tmp"], "grader-io")
+        os.makedirs(self.io_dir, exist_ok=True)
+        os.makedirs(job["workdir"], exist_ok=True)
+        with open(os.path.join(job["bin"], "extract.py"), encoding="utf-8") as f:
+            self.extract_src = f.read()
+        jupyter_dir = os.path.join(job["tmp"], "jupyter")
+        _write_kernelspec(jupyter_dir, job["bin"], int(job["memory_mb"]))
+        os.environ.update(JUPYTER_PATH=jupyter_dir, JUPYTER_RUNTIME_DIR=os.path.join(jupyter_dir, "runtime"),
+                          JUPYTER_DATA_DIR=os.path.join(jupyter_dir, "data"),
+                          JUPYTER_CONFIG_DIR=os.path.join(jupyter_dir, "config"),
+                          IPYTHONDIR=os.path.join(job["tmp"], "ipython"))
+        self.nb = nbformat.v4.new_notebook()
+        self.shown = []  # the notebook's own cell numbers, for the notes
+        for index, source in job["cells"]:
+            self.nb.cells.append(nbformat.v4.new_code_cell(source))
+            self.shown.append(int(index))
+        self.n_cells = len(self.nb.cells)
+        self.nb.cells.append(nbformat.v4.new_code_cell(""))  # the slot grader code runs in
+        self.timeouts: list = []
+        self.client = Client(self.nb, timeout=int(self.cell_timeout), kernel_name=KERNEL_NAME, allow_errors=True,
+                             interrupt_on_timeout=True,
+                             error_on_timeout={"ename": "CellTimeoutError", "evalue": "grader cell timeout",
+                                               "traceback": []},
+                             iopub_timeout=2, record_timing=False, startup_timeout=60,
+                             resources={"metadata": {"path": job["workdir"]}}, on_cell_error=self._on_error)
+        self.nonce = os.urandom(6).hex()
+        self.counter = 0
+        self.have_check_value: set = set()
 
-    def on_error(cell, cell_index, execute_reply):
+    def _on_error(self, cell, cell_index, execute_reply):
         content = (execute_reply or {}).get("content", {})
         if content.get("ename") == "CellTimeoutError":
-            timeouts.append(cell_index)
-        elif cell_index < n_cells:
-            errors.append(cell_index)
-            report.send(ev="cell_error", cell=indices[cell_index], ename=str(content.get("ename", "Error"))[:80])
+            self.timeouts.append(cell_index)
+        elif cell_index < self.n_cells:
+            self.report.send(ev="cell_error", cell=self.shown[cell_index],
+                             ename=str(content.get("ename", "Error"))[:80])
 
-    client = Client(nb, timeout=int(cell_timeout), kernel_name=KERNEL_NAME, allow_errors=True,
-                    interrupt_on_timeout=True, error_on_timeout=timeout_reply,
-                    iopub_timeout=2, record_timing=False, startup_timeout=60,
-                    resources={"metadata": {"path": work}}, on_cell_error=on_error)
-    nonce = os.urandom(6).hex()
-    counter = [0]
-    have_check_value = set()
-
-    def run_code(code: str, timeout: float) -> bool:
+    def run_code(self, code: str, timeout: float) -> bool:
         """Run grader code in the kernel; False if it timed out (the kernel may be stuck)."""
-        cell = nbformat.v4.new_code_cell(code)
-        client.timeout = max(1, int(math.ceil(timeout)))
-        n_before = len(timeouts)
-        client.execute_cell(cell, n_cells, store_history=False)
-        return len(timeouts) == n_before
+        cell = self.nbformat.v4.new_code_cell(code)
+        self.client.timeout = max(1, int(math.ceil(timeout)))
+        n_before = len(self.timeouts)
+        self.client.execute_cell(cell, self.n_cells, store_history=False)
+        return len(self.timeouts) == n_before
 
-    def extract(spec_list, src: str, cell: int, time_left: float) -> bool:
+    def probe(self) -> bool:
+        return self.run_code("pass", 5)
+
+    def extract(self, specs, src: str, cell: int) -> bool:
         """Read these exercises' answers out of the kernel; False if the kernel is stuck."""
-        for spec in spec_list:
+        for spec in specs:
+            time_left = self.deadline - time.monotonic()
+            if src == "final":
+                time_left = max(time_left, 1.0 + 0.5 * len(specs))
             if time_left - 0.5 <= 0:
                 return False
-            counter[0] += 1
-            out = os.path.join(io_dir, f"{nonce}-{counter[0]}.json")
-            budget = max(0.5, min(5.0, 0.5 * cell_timeout, time_left - 3.0))
+            self.counter += 1
+            out = os.path.join(self.io_dir, f"{self.nonce}-{self.counter}.json")
+            budget = max(0.5, min(5.0, 0.5 * self.cell_timeout, time_left - 3.0))
             payload = json.dumps({"id": spec["id"], "var": spec["var"], "kind": spec["kind"],
                                   "inputs": spec["inputs"], "out": out, "budget_s": budget,
                                   "recorded": src in ("check", "final")})
@@ -188,10 +194,8 @@ def run(job: dict, report: Report) -> None:
                     "__grader_b.exec(__grader_b.compile(%r, '<grader>', 'exec'), "
                     "{'__builtins__': __grader_b, '__name__': '__grader__', '_SPEC': %r, "
                     "'_NS': __grader_b.globals()})\n"
-                    "del __grader_b" % (extract_src, payload))
-            t0 = time.monotonic()
-            ok = run_code(code, budget + 3.0)
-            time_left -= time.monotonic() - t0
+                    "del __grader_b" % (self.extract_src, payload))
+            ok = self.run_code(code, budget + 3.0)
             text = _read_small_regular(out, MAX_ITEM_BYTES)
             try:
                 item = json.loads(text) if text is not None else None
@@ -199,58 +203,59 @@ def run(job: dict, report: Report) -> None:
                 item = None
             if isinstance(item, dict) and item.get("id") == spec["id"]:
                 if src == "check" and item.get("value") != {"$": "missing"}:
-                    have_check_value.add(spec["id"])
-                report.send(ev="item", id=spec["id"], src=src, cell=cell, item=item)
+                    self.have_check_value.add(spec["id"])
+                self.report.send(ev="item", id=spec["id"], src=src, cell=cell, item=item)
             if not ok:
                 return False
         return True
 
-    def probe() -> bool:
-        return run_code("pass", 5)
+    def _cell(self, i: int, cell) -> str:
+        """Run cell ``i`` and read what it answered: "ok", "deadline" or "stuck" (the kernel)."""
+        shown = self.shown[i]
+        left = self.deadline - time.monotonic() - _extract_reserve(self.job)
+        if left <= 1:
+            self.report.send(ev="notebook_timeout", cell=shown)
+            return "deadline"
+        n_to = len(self.timeouts)
+        self.client.timeout = max(1, int(min(self.cell_timeout, left)))
+        self.client.execute_cell(cell, i)
+        if len(self.timeouts) > n_to:
+            if self.client.timeout < self.cell_timeout:  # cut short by the notebook's deadline
+                self.timeouts.remove(i)
+                self.report.send(ev="notebook_timeout", cell=shown)
+            else:
+                self.report.send(ev="cell_timeout", cell=shown)
+            if not self.probe():  # the interrupt did not stop it: the kernel is stuck
+                self.report.send(ev="stuck", cell=shown)
+                return "stuck"
+        checked = [s for s in self.specs if re.search(
+            r"""\bcheck\(\s*["']\s*%s\s*["']""" % re.escape(s["id"]), cell.source)]
+        touched = [s for s in self.specs if s not in checked
+                   and re.search(rf"\b{re.escape(s['var'])}\b", cell.source)]
+        if not (self.extract(checked, "check", shown) and self.extract(touched, "cell", shown)):
+            if not self.probe():
+                self.report.send(ev="stuck", cell=shown)
+                return "stuck"
+        return "ok"
 
-    stuck = False
-    try:
-        with client.setup_kernel():
-            for i, cell in enumerate(nb.cells[:n_cells]):
-                if not cell.source.strip():
-                    continue
-                shown = indices[i]
-                left = nb_deadline - time.monotonic() - _extract_reserve(job)
-                if left <= 1:
-                    report.send(ev="notebook_timeout", cell=shown)
-                    break
-                n_to = len(timeouts)
-                client.timeout = max(1, int(min(cell_timeout, left)))
-                client.execute_cell(cell, i)
-                if len(timeouts) > n_to:
-                    if client.timeout < cell_timeout:  # cut short by the notebook's deadline
-                        timeouts.remove(i)
-                        report.send(ev="notebook_timeout", cell=shown)
-                    else:
-                        report.send(ev="cell_timeout", cell=shown)
-                    if not probe():  # the interrupt did not stop it: the kernel is stuck
-                        stuck = True
-                        report.send(ev="stuck", cell=shown)
-                        break
-                checked = [s for s in specs if re.search(
-                    r"""\bcheck\(\s*["']\s*%s\s*["']""" % re.escape(s["id"]), cell.source)]
-                touched = [s for s in specs if s not in checked
-                           and re.search(rf"\b{re.escape(s['var'])}\b", cell.source)]
-                left = nb_deadline - time.monotonic()
-                if not (extract(checked, "check", shown, left)
-                        and extract(touched, "cell", shown, nb_deadline - time.monotonic())):
-                    if not probe():
-                        stuck = True
-                        report.send(ev="stuck", cell=shown)
-                        break
-            if not stuck:
-                rest = [s for s in specs if s["id"] not in have_check_value]
-                extract(rest, "final", -1, max(nb_deadline - time.monotonic(), 1.0))
-    except DeadKernelError:
-        report.send(ev="dead")
-    except Exception as e:  # nbclient/kernel start-up problems
-        report.send(ev="failed", what=f"{type(e).__name__}: {str(e)[:200]}")
-    report.send(ev="done")
+    def execute(self) -> None:
+        from nbclient.exceptions import DeadKernelError
+        try:
+            with self.client.setup_kernel():
+                state = "ok"
+                for i, cell in enumerate(self.nb.cells[:self.n_cells]):
+                    if cell.source.strip():
+                        state = self._cell(i, cell)
+                        if state != "ok":
+                            break
+                if state != "stuck":  # the answers never checked: their values now
+                    rest = [s for s in self.specs if s["id"] not in self.have_check_value]
+                    self.extract(rest, "final", -1)
+        except DeadKernelError:
+            self.report.send(ev="dead")
+        except Exception as e:  # nbclient/kernel start-up problems
+            self.report.send(ev="failed", what=f"{type(e).__name__}: {str(e)[:200]}")
+        self.report.send(ev="done")
 
 
 def main() -> int:
@@ -274,7 +279,7 @@ def main() -> int:
                 if text is not None:
                     with open(os.path.join(target, name), "w", encoding="utf-8") as f:
                         f.write(text)
-    run(job, report)
+    Runner(job, report).execute()
     return 0
 
 

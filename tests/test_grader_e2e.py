@@ -527,8 +527,8 @@ print("forked", n)
 b_crit = 240.2
 """
 LIMIT_SUBS = {
-    "slow": ["i_crit = 240.2  # check('1.2', i_crit)", "import time\ntime.sleep(4)", "time.sleep(4)",
-             "time.sleep(4)", "time.sleep(4)", "two_chip_bound = 'B'"],
+    "slow": ["i_crit = 240.2  # check('1.2', i_crit)", "import time\ntime.sleep(8)", "time.sleep(8)",
+             "time.sleep(8)", "time.sleep(8)", "two_chip_bound = 'B'"],
     "dies": ["i_crit = 240.2  # check('1.2', i_crit)", "import os\nos._exit(1)", "two_chip_bound = 'B'"],
     "hog": ["i_crit = 240.2  # check('1.2', i_crit)", "import numpy as np\nbig = np.ones(2**28)\nb_crit = 240.2",
             "two_chip_bound = 'B'"],
@@ -550,7 +550,7 @@ def _limits_run(folder: Path) -> dict:
         files.append(p)
     out = folder / "s.csv"
     t0 = time.monotonic()
-    res = grading.grade(files, out, timeout_cell=5, timeout_notebook=14, memory_mb=1024, jobs=2,
+    res = grading.grade(files, out, timeout_cell=10, timeout_notebook=30, memory_mb=1024, jobs=2,
                         seed=1, quiet=True, feedback=None)
     return {"results": {r.student: r.as_dict() for r in res}, "took": time.monotonic() - t0}
 

@@ -11,7 +11,7 @@ NBVAL := -p nbval --nbval --nbval-current-env --nbval-cell-timeout=180 \
 JOBS ?= 2
 
 .PHONY: book test execute student grade serve clean venv fonts assets chromium bubblewrap screenshots \
-        test-colab test-colab-quick nbval-one
+        test-colab test-other-cpu wheel nbval-one ledger
 
 ## make book: create .venv, install everything, build the website; prints the path of index.html
 book: venv fonts assets
@@ -58,25 +58,48 @@ chromium:
 screenshots: book chromium
 	$(PY) tools/browser.py _build/html _build/screenshots
 
-## make test-colab: run every notebook under Colab's TPU-runtime versions (requirements-colab.txt)
+## make test-colab: the Colab path. Build the wheel, install it (non-editable, --no-deps) into an
+## environment with Colab's versions (requirements-colab.txt), import every module from it, then run
+## every notebook from a scratch folder where the source tree is not importable, each notebook's
+## setup cell taking its Colab branch (tools/colab_run.py). COLAB_NB="chapters/01_roofline.ipynb …"
+## runs a subset.
 COLAB_VENV := .venv-colab
-$(COLAB_VENV)/.installed: requirements-colab.txt pyproject.toml
+WHEEL_DIR := _build/wheel
+$(COLAB_VENV)/.installed: requirements-colab.txt
 	test -d $(COLAB_VENV) || $(PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/pip install -q -r requirements-colab.txt
-	$(COLAB_VENV)/bin/pip install -q --no-deps -e .
 	touch $@
-COLAB_NBVAL := -p nbval --nbval-lax --nbval-current-env --nbval-cell-timeout=180 -p no:cacheprovider
-test-colab: $(COLAB_VENV)/.installed fonts assets
+## make wheel: the package exactly as pip builds it for Colab (from a clean copy of the sources)
+wheel: venv
+	rm -rf $(WHEEL_DIR) _build/wheel-src && mkdir -p $(WHEEL_DIR) _build/wheel-src
+	cp -r pyproject.toml README.md scaling_lib _build/wheel-src/
+	find _build/wheel-src -name __pycache__ -prune -exec rm -rf {} +
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) _build/wheel-src 2>&1 | grep -v -i "warn\|beta" || true
+	@ls $(WHEEL_DIR)/scaling_lib-*.whl
+test-colab: $(COLAB_VENV)/.installed wheel fonts
+	$(COLAB_VENV)/bin/pip uninstall -q -y scaling_lib 2>/dev/null || true
+	$(COLAB_VENV)/bin/pip install -q --no-deps $(WHEEL_DIR)/scaling_lib-*.whl
 	$(COLAB_VENV)/bin/python -c "import jax, ipywidgets, numpy, matplotlib; print('colab env:', jax.__version__, ipywidgets.__version__, numpy.__version__, matplotlib.__version__)"
-	$(COLAB_VENV)/bin/python -m pytest -q -n $(JOBS) --dist loadscope $(COLAB_NBVAL) chapters exercises appendix
-## the subset CI runs (chapters whose JAX code differs most between versions; see README)
-COLAB_QUICK ?= chapters/00_intro.ipynb chapters/01_roofline.ipynb chapters/03_sharding.ipynb chapters/10_jax.ipynb exercises/01_roofline.ipynb
-test-colab-quick: $(COLAB_VENV)/.installed fonts
-	$(COLAB_VENV)/bin/python -m pytest -q -n $(JOBS) --dist loadscope $(COLAB_NBVAL) $(wildcard $(COLAB_QUICK))
+	$(COLAB_VENV)/bin/python tools/colab_run.py --python $(COLAB_VENV)/bin/python \
+	  --wheel $$(ls $(WHEEL_DIR)/scaling_lib-*.whl) --jobs $(JOBS) $(COLAB_NB)
+
+## make test-other-cpu: nbval again, emulating another CPU: XLA limited to SSE4.2 and numpy's
+## AVX2/AVX-512 kernels switched off, so every float is computed on other SIMD paths than in
+## `make test` (whatever this CPU is). Stored outputs must not depend on those last bits.
+OTHER_CPU := XLA_FLAGS="--xla_cpu_max_isa=SSE4_2" NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR"
+test-other-cpu: venv fonts
+	$(OTHER_CPU) $(PY) tools/versions.py --cpu
+	$(OTHER_CPU) $(PY) -m pytest -q -n $(JOBS) --dist loadscope $(NBVAL) --ignore=exercises/student chapters exercises appendix
+
 ## make execute: re-run notebooks whose source changed (or NB="01_roofline ..."), storing outputs
 execute: venv fonts
 	$(PY) tools/nbtool.py execute $(NB) $(if $(ALL),--all,)
 	$(PY) -m scaling_lib.grading strip
+	$(PY) tools/ledger.py write
+
+## make ledger: regenerate docs/ledger.tsv, every glued number as displayed (tests/test_ledger.py checks it)
+ledger: venv
+	$(PY) tools/ledger.py write
 
 ## bubblewrap: the sandbox each graded submission runs in (apt, only when root and missing)
 bubblewrap:

@@ -1,7 +1,15 @@
-"""Shared test helpers."""
+"""Shared test helpers.
+
+Eight simulated CPU devices are set up here, before any test module can import jax: the tests that
+build meshes then do not depend on which file pytest happens to import first.
+"""
 import math
 
 import pytest
+
+from scaling_lib import devices
+
+devices.setup(8)
 
 
 def assert_close(got, expected, rtol, ref=""):

@@ -145,7 +145,9 @@ def test_p4_9_alltoall_two_nodes():
     two = C.collective_time("a2a", 1e9, "h100-superpod", n_gpus=16).total
     assert one == pytest.approx(1e9 * 7 / (64 * 4.5e11))
     assert two == pytest.approx(1e9 / (4 * 4e11))            # B(M-1)/(M^2 W_node), M = 2
-    assert (1e9 / (2 * 4e11)) / (1e9 / (8 * 4.5e11)) == pytest.approx(4.5)
+    # crossing the node boundary: the scale-out link, not NVLink, now carries half the bytes (≈2.6× slower)
+    assert two / one == pytest.approx((1 / (4 * 4e11)) / (7 / (64 * 4.5e11)))
+    assert 2 < two / one < 3
 
 
 def test_p7_2_ragged_fraction():

@@ -160,8 +160,10 @@ def test_spec_decode_p7_21():
 
 def test_prefix_p7_13():
     assert inf.prefix_saving([[1, 2, 3], [1, 2, 4]]) == pytest.approx(2 / 6)
-    # the second prompt alone: 2 of its 3 tokens are cached → it needs 1/3 of the compute
-    assert 1 - 2 / 3 == pytest.approx(1 / 3)
+    # the second prompt alone: 2 of its 3 tokens are cached, so it needs 1/3 of the compute;
+    # a repeated prompt is cached whole, a disjoint one not at all
+    assert inf.prefix_saving([[1, 2, 3], [1, 2, 3]]) == pytest.approx(3 / 6)
+    assert inf.prefix_saving([[1, 2, 3], [4, 5, 6]]) == 0
     assert inf.prefix_saving([[1, 2, 3], [1, 2, 4]], capacity_tokens=0) == 0
 
 

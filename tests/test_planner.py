@@ -175,8 +175,22 @@ def test_widget_updates_under_100ms():
 
 def test_widgets_build_and_twin_figure():
     from scaling_lib.widgets import training as wt
+    import ipywidgets as W
+
+    def walk(w):
+        yield w
+        for c in getattr(w, "children", ()):
+            yield from walk(c)
+
+    want = {wt.planner_explorer: ["模型", "芯片", "芯片数 log2", "批次 token 数 log2", "序列长度"],
+            wt.regime_explorer: ["F", "芯片", "M_X·M_Y"]}
     for make in (wt.planner_explorer, wt.roofline_explorer, wt.llama_explorer, wt.regime_explorer):
-        assert make() is not None
+        box = make()
+        assert isinstance(box, W.Box), make.__name__
+        labels = [w.description for w in walk(box) if isinstance(w, W.ValueWidget)]
+        assert len(labels) >= 3 and all(labels), (make.__name__, labels)
+        if make in want:
+            assert labels == want[make], (make.__name__, labels)
     fig = wt.training_roofline_figure("v5p", 4096, 8192, 32768)
     assert len(fig.layout.sliders[0].steps) == 13                  # 4096×1 ... 1×4096
     assert fig.layout.sliders[0].active == 3                        # default 512 × 8

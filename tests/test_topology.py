@@ -150,7 +150,9 @@ def test_draw_runs():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     ax = T.TpuSlice("v5e", (8, 16)).draw(path=[(0, 0), (1, 0), (1, 1)])
-    assert ax is not None
+    chips = [c for c in ax.collections if len(c.get_offsets()) > 1]
+    assert len(chips) == 1 and len(chips[0].get_offsets()) == 8 * 16   # one dot per chip
+    assert "8×16" in ax.get_title() and "环绕" in ax.get_title()          # Y=16 wraps around
     T.dgx_h100_superpod().draw()
     with pytest.raises(ValueError, match="2D"):
         T.TpuSlice("v5p", (4, 4, 4)).draw()

@@ -40,10 +40,18 @@ def repo_info() -> tuple[str, str]:
 
 SETUP_TEMPLATE = '''\
 # 准备单元（网页上隐藏）：在 Colab 里安装本书的库，然后设定设备和绘图风格。
-import sys, subprocess
+import os, sys, subprocess
 if "google.colab" in sys.modules:  # Colab: install scaling_lib only, keep Colab's jax/ipywidgets
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "scaling_lib @ git+{url}@{branch}"], check=True)
+    _spec = os.environ.get("SCALING_LIB_SPEC", "scaling_lib @ git+{url}@{branch}")
+    _pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", _spec],
+                          capture_output=True, text=True)
+    if _pip.returncode != 0:
+        _lines = [l for l in (_pip.stderr + _pip.stdout).splitlines() if l.strip() and "[notice]" not in l]
+        _last = ([l for l in _lines if l.startswith("ERROR")] or _lines or ["（pip 没有输出）"])[-1]
+        raise SystemExit(
+            f"没能安装本书的库 scaling_lib（来源：{{_spec}}）。pip 的最后一行：{{_last}}\\n"
+            "请检查：1) Colab 能否联网；2) 仓库地址和分支是否存在（{url}，分支 {branch}）。"
+            "网络恢复后，选“运行时 → 重启会话”，再从第一格重新运行。")
 from scaling_lib import devices, plots
 devices.setup(8)  # 8 simulated CPU devices beside any TPU/GPU; must run before `import jax`
 plots.set_style()'''

@@ -297,11 +297,8 @@ def collective_animation(kind, topo, axes=None, *, bidirectional: bool = True,
 
 
 def _tidy_frames(fig):
-    """``interactive.tidy`` on the figure and on every frame's traces."""
-    tidy(fig)
-    for fr in fig.frames or ():
-        tidy(fr)
-    return fig
+    """``interactive.tidy`` on the figure, its frames included (tidy rounds them too)."""
+    return tidy(fig)
 
 
 # ---- sharded arrays and matmuls ------------------------------------------------------------------

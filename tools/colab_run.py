@@ -84,6 +84,12 @@ def main(argv=None) -> int:
         (fake / "google" / "__init__.py").write_text("")
         (fake / "google" / "colab" / "__init__.py").write_text(
             '"""Stand-in for Colab\'s google.colab: makes the setup cell take its Colab branch."""\n')
+        # JAX's debugger does `from google.colab import output` when google.colab is loaded (Colab's
+        # real module has it); the stand-in only needs the name to exist
+        (fake / "google" / "colab" / "output.py").write_text(
+            '"""Stand-in for google.colab.output (imported by JAX in Colab; not called here)."""\n'
+            "def eval_js(*a, **k):\n    raise NotImplementedError('stand-in google.colab')\n"
+            "def register_callback(*a, **k):\n    raise NotImplementedError('stand-in google.colab')\n")
         (fake / "sitecustomize.py").write_text("import google.colab  # noqa: F401  (Colab imports it at start)\n")
         env["PYTHONPATH"] = str(fake)
         env["SCALING_LIB_SPEC"] = str(wheel)

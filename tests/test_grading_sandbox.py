@@ -134,3 +134,35 @@ def test_ctrl_c_keeps_the_sheet_and_leaves_no_process(tmp_path):
     # every sandbox of the run was killed and its cgroup removed (named after the grader's pid)
     left = [str(d) for d in Path("/sys/fs/cgroup").glob(f"*/**/scaling-grade-{proc.pid}-*")]
     assert left == []
+
+
+def test_without_bubblewrap_the_grader_warns_and_still_reaps_everything(tmp_path, capsys):
+    """--isolation process (what macOS or a Linux without user namespaces gets): a Chinese warning,
+    honest answers graded, and a detached background process (setsid + double fork) does not
+    outlive its submission (the launcher is a child subreaper on Linux)."""
+    from scaling_lib import grading
+    marker = f"REAP_ME_{os.getpid()}"
+    daemon = ("import os, sys, time\n"
+              "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(120)', {marker!r}])\n"
+              "    os._exit(0)\n"
+              "i_crit = 240.2  # check('1.2', i_crit)")
+    nbformat.write(_tiny([daemon]), tmp_path / "a_01_roofline.ipynb")
+    res = grading.grade([tmp_path / "a_01_roofline.ipynb"], tmp_path / "s.csv", isolation="process",
+                        timeout_cell=30, timeout_notebook=60, memory_mb=1024, feedback=None)
+    out = capsys.readouterr().out
+    assert out.startswith("警告：这次批改没有沙箱（按要求用 --isolation process 关掉了沙箱）")
+    assert res[0].scores["1.2"] == 1 and res[0].status == "完成"
+    time.sleep(1)
+    alive = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, marker)]
+    assert alive == []
+    with pytest.raises(RuntimeError, match="没有可用的沙箱"):
+        grading.grade([tmp_path / "a_01_roofline.ipynb"], tmp_path / "s.csv", isolation="process",
+                      require_sandbox=True, quiet=True)
+
+
+def _cmdline_has(pid: str, text: str) -> bool:
+    try:
+        return text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False

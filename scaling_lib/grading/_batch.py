@@ -427,6 +427,20 @@ def _zero(res, exs, msg):
 
 
 _DEVICES_LOCK = threading.Lock()
+_JAX_WORDS = re.compile(r"\b(jax|devices|jax_model|kv_decode|measure)\b")
+
+
+def _needs_jax(chapters) -> bool:
+    """Whether these chapters' exercise modules use JAX (importing it costs seconds: only then)."""
+    import importlib
+    for ch in chapters:
+        try:
+            mod = importlib.import_module(f"scaling_lib.exercises.ch{int(ch):02d}")
+            if _JAX_WORDS.search(Path(mod.__file__).read_text(encoding="utf-8")):
+                return True
+        except (ImportError, OSError, TypeError, ValueError):
+            return True
+    return False
 
 
 def _devices_for_expected_values() -> None:
@@ -483,7 +497,8 @@ class _Grader:
             if others:
                 res.notes.append(f"这份作业里的题目参数属于学生 {_clean_text(others[0], 40)}，"
                                  f"不是 {student}：按 {student} 的题目评分")
-        _devices_for_expected_values()  # before any expected value that runs JAX (chapters 9, 10)
+        if _needs_jax(chaps):  # before any expected value that runs JAX (chapters 9, 10)
+            _devices_for_expected_values()
         specs, inputs = _job_exercises(exs, self.seed)
         job = {"cells": [[i, s] for i, t, s in cells if t == "code"], "exercises": specs,
                "timeout_cell": self.timeout_cell, "timeout_notebook": self.timeout_notebook}

@@ -817,3 +817,143 @@ def collective_schedule(kind, topo, axes=None, *, bidirectional: bool = True) ->
 
 
 __all__ += ["Transfer", "CollectiveSchedule", "collective_schedule"]
+
+
+# =============================================================================================
+# Collectives of a group of chips placed in a System (vectorised; the planner's entry point)
+# =============================================================================================
+
+#: How a collective's cost is written. "book": chapter 5's V/(n_axes·W) (no (n−1)/n factors, rings
+#: assumed to wrap, the teaching formulas); "ring": the exact ring/switch costs of chapters 3 and
+#: 12 ((n−1)/n factors, lines without wraparound at half the bandwidth).
+CONVENTIONS = ("book", "ring")
+
+
+def group_time(kind, nbytes, system, group, inner=1, *, convention: str = "book",
+               top_k=None, node_limit=None, latency: bool = False, tiers: bool = False):
+    """Seconds of one collective over a group of ``group`` chips of ``system``, placed after
+    ``inner`` chips of inner mesh axes (the group's members are ``inner`` chips apart).
+
+    Vectorised over ``nbytes``, ``group`` and ``inner`` (numpy broadcasting): the planner prices
+    every candidate strategy with one call. ``nbytes`` is the book's V (see the module docstring;
+    permute: the bytes each chip sends). The tiers of ``system`` (a ``topology.System``):
+
+    - inside one scale-up domain: a TPU torus (the group gets ``topology.group_axes`` axes of
+      W_ici each: AG = V/(M·W_ici)) or an NVLink switch (AG = V/W_nvl; AllToAll V(n−1)/(n²W)
+      as chapter 12's F17, never the torus ring formula);
+    - across domains, hierarchically (ch. 3 multi-slice, ch. 12 F22): each chip moves
+      V/(members per domain) over its DCN/NIC egress; TPU tiers add up (as
+      ``collective_time`` on a ``MultiSlice``), GPU tiers overlap (max, as on a ``FatTree``).
+    - AllReduce = 2 × AllGather, or 1 × with SHARP (``system.sharp`` across nodes,
+      ``system.nvls`` inside one); AllToAll across GPU nodes with ``node_limit``: each token
+      crosses to at most that many nodes (DeepSeek-V3's node-limited routing), so the cross-
+      node bytes scale by min(top_k, node_limit)/top_k.
+
+    ``convention`` "book" (default) or "ring" (see ``CONVENTIONS``). ``tiers=True`` returns the
+    bandwidth time split as ``(scale_up, scale_out)`` (their sum on TPUs, their max on GPUs is
+    the total). With ``latency=True``
+    returns ``(t_bandwidth, t_latency)``; otherwise the bandwidth time (the planner's model;
+    latency matters only for small messages, ch. 3). Book: sec-03-collectives, sec-05-planner,
+    sec-12-collectives.
+    """
+    from .topology import System, group_axes, HOP_LATENCY
+    k = _kind(kind)
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    if not isinstance(system, System):
+        raise TypeError(f"system must be a topology.System, got {type(system).__name__}")
+    v = np.asarray(check_nonneg("nbytes", nbytes), dtype=float)
+    g = np.asarray(group, dtype=float)
+    inn = np.asarray(inner, dtype=float)
+    if np.any(g < 1) or np.any(inn < 1):
+        raise ValueError("group and inner must be >= 1")
+    ring = convention == "ring"
+    D = float(system.pod_chips)
+    gpu = system.family == "gpu"
+    inside = inn * g <= D * (1 + 1e-12)
+    across = inn >= D * (1 - 1e-12)
+    g_in = np.where(inside, g, np.where(across, 1.0, D / inn))
+    g_out = np.where(inside, 1.0, np.where(across, g, inn * g / D))
+    f_in = np.where(g_in > 1, (g_in - 1) / g_in, 0.0) if ring else (g_in > 1).astype(float)
+    f_out = np.where(g_out > 1, (g_out - 1) / g_out, 0.0) if ring else (g_out > 1).astype(float)
+    w_out = system.w_scale_out if system.n_pods > 1 else np.inf
+    lat_up = np.zeros(np.broadcast(v, g, inn).shape)
+    if k == "permute":
+        if gpu:
+            t_up = v / system.w_scale_up
+        else:
+            t_up = v / hardware_link(system)
+        t = np.where(g_out > 1, v / w_out, np.where(g > 1, t_up, 0.0))
+        if tiers:
+            z = 0 * lat_up
+            return _arr(np.where(g_out > 1, 0.0, t) + z), _arr(np.where(g_out > 1, t, 0.0) + z)
+        if latency:
+            lat = np.where(g_out > 1, system.scale_out_latency, np.where(g > 1, HOP_LATENCY, 0.0))
+            return _arr(t + 0 * lat_up), _arr(lat + 0 * lat_up)
+        return _arr(t + 0 * lat_up)
+    # ---- scale-up tier ----
+    if gpu:
+        W = system.w_scale_up
+        if k == "all_to_all":
+            up = (v / g_out) * np.where(g_in > 1, (g_in - 1) / g_in, 0.0) / (g_in * W)
+        else:
+            up = v * f_in / W
+            if k == "all_reduce":
+                up = np.where(system.nvls & (g_in > 1), v / W, 2 * up)
+        lat_up = np.where(g_in > 1, (g_in - 1) * HOP_LATENCY, 0.0)
+    else:
+        wraps = None
+        if ring and system.shape is not None:
+            wraps = tuple(bool(w) for w in topo_mod.wraparound(system.chip, system.shape))
+        m, wf = group_axes(g_in, np.minimum(inn, D), system.axis_sizes, wraps)
+        W = system.w_scale_up                                  # W_ici, both directions
+        if ring:   # wrapped axes: V/W_ici each (even rings, ch. 3); lines (n−1)/n·V/W_1way
+            w_eff = m * W * (wf + (1 - wf) * 0.5)
+            f_in = wf + (1 - wf) * np.where(g_in > 1, (g_in - 1) / g_in, 0.0)
+        else:
+            w_eff = m * W
+        if k == "all_to_all":
+            if ring:   # bisection-bound torus AllToAll (ch. 3): V·max_axis/(8·n·W_1way)
+                fmax = np.minimum(g_in, float(max(system.axis_sizes)))
+                up = (v / g_out) * fmax / (4 * g_in * np.minimum(m, 1.0) * W)
+            else:      # the book's V/4 per ring over M axes (ch. 5)
+                up = (v / g_out) / (4 * m * W)
+            up = np.where(g_in > 1, up, 0.0)
+        else:
+            up = np.where(g_in > 1, v * f_in / w_eff, 0.0)
+            if k == "all_reduce":
+                up = 2 * up
+        lat_up = np.where(g_in > 1, m * np.minimum(g_in, float(max(system.axis_sizes))) / 2
+                          * HOP_LATENCY, 0.0)
+    # ---- scale-out tier ----
+    if k == "all_to_all":
+        dedup = 1.0
+        if node_limit is not None:
+            if top_k is None:
+                raise ValueError("node_limit needs top_k (the experts each token picks)")
+            kk = check_positive("top_k", top_k, allow_array=False)
+            nl = check_positive("node_limit", node_limit, allow_array=False)
+            dedup = min(kk, nl) / kk
+        out = v * f_out / (np.maximum(g_out, 1) * g_in * w_out) * dedup
+    else:
+        out = v * f_out / (g_in * w_out)
+        if k == "all_reduce":
+            out = np.where(system.sharp & (g_out > 1), v / (g_in * w_out), 2 * out)
+    out = np.where(g_out > 1, out, 0.0)
+    if tiers:
+        return _arr(up + 0 * out), _arr(out + 0 * up)
+    t = np.maximum(up, out) if gpu else up + out
+    if latency:
+        n_lat = 2 if k == "all_reduce" else 1
+        lat_out = np.where(g_out > 1, (g_out - 1) * system.scale_out_latency, 0.0)
+        return _arr(t), _arr(n_lat * (lat_up + lat_out))
+    return _arr(t)
+
+
+def hardware_link(system) -> float:
+    """One TPU ICI link, one direction (a pipeline hop's bandwidth on a torus)."""
+    from . import hardware
+    return hardware.require(system.chip, "ici_link_bw_1way")
+
+
+__all__ += ["CONVENTIONS", "group_time"]

@@ -26,7 +26,7 @@ from .units import GiB, MiB, KiB, dtype_bytes, check_positive
 __all__ = ["Chip", "CATALOGUE", "VARIANTS", "get", "names", "tpu_names", "gpu_names",
            "critical_intensity", "peak_flops", "detect", "measured_cpu_chip", "replace",
            "PodSummary", "pod_summary", "flops_per_usd", "node_egress_bw", "gbps_to_bytes_per_s",
-           "spec_table", "SpecTable", "network_axes", "check_n_axes", "max_mx_my"]
+           "spec_table", "SpecTable", "require", "network_axes", "check_n_axes", "max_mx_my"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ class Chip:
     nvlink_link_bw_1way: float = 0.0  #: one NVLink link, one direction (bytes/s)
     nvswitches_per_node: int = 0   #: NVSwitch chips per NVLink domain
     price_date: str = ""           #: when the price was observed
+    network_source: str = ""       #: where the ICI/NVLink and DCN/NIC figures come from
 
     def __post_init__(self):
         if self.family not in ("tpu", "gpu", "cpu"):
@@ -168,17 +169,25 @@ _CHIPS = [
     # ---- TPUs (CANON §1.1; spec 02 Tables A-D, G) ----------------------------------------
     _tpu("TPU v3", 1.4e14, 32e9, 9.0e11, 1e11, 4, extra_flops={"int8": 1.4e14},
          pcie_bw=1.6e10, chips_per_host=4, pod_shape=(32, 32), cores=2,
-         mxu_size=128, mxus_per_core=2, torus_dims=2, host_shape=(4, 2),
+         mxu_size=128, mxus_per_core=2, torus_dims=2, host_shape=(4, 2), dcn_bw_1way=6.25e9,
+         network_source="ICI 1e11/link/dir (book ch.2 table, CANON 1.1). DCN: Google publishes no "
+                        "per-host figure for v3; ASSUMPTION 2.5e10 per host of 4 chips (the "
+                        "v5e/v5p host figure, CANON 1.1 / D8) = 6.25e9 per chip",
          source="book ch.2 table: 1.4e14 bf16 (vendor 1.23e14; CANON D15), no int8 speed-up; "
                 "host '4x2' as printed (vendor: 4 chips = 8 cores); PCIe 1.6e10 assumed (02 Table E)"),
     _tpu("TPU v4p", 2.75e14, 32e9, 1.2e12, 4.5e10, 6, extra_flops={"int8": 2.75e14},
          pcie_bw=1.6e10, chips_per_host=4, pod_shape=(16, 16, 16), cores=2, megacore=True,
-         mxu_size=128, mxus_per_core=4, torus_dims=3, host_shape=(2, 2, 1),
+         mxu_size=128, mxus_per_core=4, torus_dims=3, host_shape=(2, 2, 1), dcn_bw_1way=6.25e9,
+         network_source="ICI 4.5e10/link/dir, 6 links (book ch.2 table). DCN: not in Google's v4 "
+                        "docs; ASSUMPTION 2.5e10 per host of 4 chips as spec 05's critical table "
+                        "uses it (CANON D8, labelled assumption) = 6.25e9 per chip",
          source="book ch.2 table; vendor 1200 GB/s HBM; PCIe 16 GB/s each way; int8 = bf16 rate"),
     _tpu("TPU v5e", 1.97e14, 16e9, 8.2e11, 4.5e10, 4, extra_flops={"int8": 3.94e14},
          pcie_bw=1.6e10, dcn_bw_1way=3.125e9, chips_per_host=8, pod_shape=(16, 16), cores=1,
          vmem_bytes=128 * MiB, vmem_bw=22 * 8.2e11, price_per_hour=1.2, price_date="2025-02",
          mxu_size=128, mxus_per_core=4, clock_hz=1.5e9, torus_dims=2, host_shape=(4, 2),
+         network_source="ICI 4.5e10/link/dir, 4 links (book ch.2); DCN 2x100 Gb/s NICs per host "
+                        "of 8 = 2.5e10/host = 3.125e9/chip (book ch.2 L, CANON 1.1)",
          source="book ch.1-2 (L text): 197 TF bf16, 394 TOPs int8, 819 GB/s HBM, VMEM 128 MiB at "
                 "~22x HBM, 4 MXUs at 1.5 GHz; DCN 3.125e9/chip; GCP on-demand Feb 2025"),
     _tpu("TPU v5p", 4.59e14, 96e9, 2.8e12, 9e10, 6, extra_flops={"int8": 9.18e14, "fp8": 4.59e14},
@@ -186,16 +195,22 @@ _CHIPS = [
          megacore=True, price_per_hour=4.2, price_date="2025-02",
          mxu_size=128, mxus_per_core=4, clock_hz=1.75e9, torus_dims=3, host_shape=(2, 2, 1),
          vregs_bytes_per_core=64 * 8 * 128 * 4, vpu_alus_per_core=8 * 128 * 4,
+         network_source="ICI 9e10/link/dir, 6 links (book ch.2); DCN 50 Gb/s per chip = 6.25e9 "
+                        "(vendor, CANON 1.1; 2.5e10 per host of 4)",
          source="book ch.2 table; vendor 459 TF, 2765 GB/s (95 GB); clock 1.75 GHz (L pop quiz); "
                 "VREGs 64x(8,128)x32-bit per core and 4 ALUs/lane (L appendix); GCP Feb 2025"),
     _tpu("TPU v6e", 9.2e14, 32e9, 1.6e12, 9e10, 4, extra_flops={"int8": 1.84e15},
          pcie_bw=3.2e10, dcn_bw_1way=1.25e10, chips_per_host=8, pod_shape=(16, 16), cores=1,
          mxu_size=256, torus_dims=2, host_shape=(4, 2), generation="Trillium",
+         network_source="ICI 9e10/link/dir, 4 links (book ch.2); DCN 1e11 per host of 8 = "
+                        "1.25e10/chip (book ch.2 L, CANON 1.1 / D7)",
          source="book ch.2 table 9.2e14 (ch.1 text's 9.1e14 is a slip; vendor 918 TF; CANON D4); "
                 "MXU 256x256; MXU count and clock not taught (vendor text inconsistent)"),
     _tpu("TPU7x", 2.30e15, 192e9, 7.4e12, 9e10, 4, extra_flops={"fp8": 4.61e15},
          pcie_bw=1.6e10, dcn_bw_1way=1.25e10, chips_per_host=4, pod_shape=(4, 4, 576), cores=2,
          torus_dims=3, host_shape=(2, 2, 1), generation="Ironwood",
+         network_source="ICI 9e10/link/dir (book L ch.2); DCN 1.25e10/chip = 5e10 per host of 4 "
+                        "(book ch.2 L, CANON 1.1)",
          source="book L ch.2 (Ironwood); 8-bit peak is FP8 per vendor (CANON D16); links/chip "
                 "not stated, 4 assumed; PCIe not stated, 1.6e10 assumed (02 Table E); 2 cores, "
                 "no megacore"),
@@ -204,7 +219,10 @@ _CHIPS = [
          chips_per_host=8, cores=80, l2_bytes=6e6, smem_bytes_per_sm=96e3,
          generation="Volta", clock_base_hz=1.25e9, clock_hz=1.38e9, subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=16, regs_bytes_per_sm=_KiB_SM, nvlink_gen="2.0",
-         nvlink_links=6, nvlink_link_bw_1way=2.5e10,
+         nvlink_links=6, nvlink_link_bw_1way=2.5e10, dcn_bw_1way=6.25e9,
+         network_source="NVLink2 6x25 GB/s per GPU, hybrid cube-mesh, no NVSwitch (vendor DGX-1 "
+                        "V100); NIC: DGX-1 has 4x 100 Gb/s EDR InfiniBand for 8 GPUs = 6.25e9 per "
+                        "GPU (vendor DGX-1 datasheet)",
          source="book ch.12 tables; vendor: no bf16, value is the fp16 tensor-core peak; clocks "
                 "are the PCIe card (SXM2 boosts to 1.53 GHz); SMEM 96 kB = max shared; NVLink2 "
                 "6x25 GB/s"),
@@ -212,7 +230,10 @@ _CHIPS = [
          chips_per_host=8, pod_shape=(8,), cores=108, l2_bytes=40e6, smem_bytes_per_sm=192e3,
          generation="Ampere", clock_base_hz=1.10e9, clock_hz=1.41e9, subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=16, regs_bytes_per_sm=_KiB_SM, nvlink_gen="3.0",
-         nvlink_links=12, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=6,
+         nvlink_links=12, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=6, dcn_bw_1way=2.5e10,
+         network_source="NVLink3 12x25 GB/s per GPU through 6 NVSwitches (vendor); NIC: DGX A100 "
+                        "has 8x 200 Gb/s HDR InfiniBand ConnectX-6 for compute, one per GPU = "
+                        "2.5e10 per GPU (vendor DGX A100 datasheet; Selene, the Megatron-LM 1T run)",
          source="book ch.12 tables; vendor SXM 80GB: 312 TF bf16 dense, 2.0 TB/s, NVLink3 "
                 "12x25 GB/s, 6 NVSwitches; int8 6.2e14 (no fp8)"),
     _gpu("H100", 9.89e14, 80e9, 3.35e12, 4.5e11,
@@ -224,7 +245,10 @@ _CHIPS = [
          nvlink_links=18, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=4,
          source="vendor SXM: 1.979e15 bf16 with sparsity / 2; 3.35 TB/s (book table 3.4e12, "
                 "CANON D21); NVLink4 18x25 GB/s ('900 GB/s' is bidi); L2 2x25 MB; 400 Gb/s "
-                "ConnectX-7 NIC per GPU; GCP Feb 2025"),
+                "ConnectX-7 NIC per GPU; GCP Feb 2025",
+         network_source="NVLink4 18x25 GB/s per GPU, 4 NVSwitches (book ch.12, CANON 1.2); NIC "
+                        "400 Gb/s ConnectX-7 per GPU = 5e10 (InfiniBand NDR in DGX H100; the "
+                        "LLaMA-3 405B run used 400 Gb/s RoCE, Llama 3 paper sec. 3.3)"),
     _gpu("H200", 9.89e14, 141e9, 4.8e12, 4.5e11,
          extra_flops={"fp8": 1.979e15, "int8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
@@ -233,14 +257,17 @@ _CHIPS = [
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
          nvlink_links=18, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=4,
          source="vendor SXM: same compute as H100, 141 GB HBM3e at 4.8 TB/s; price '~USD 10/h' "
-                "as rounded in ch.12 (CANON D30)"),
+                "as rounded in ch.12 (CANON D30)",
+         network_source="NVLink4 as H100; NIC 400 Gb/s ConnectX-7 per GPU = 5e10 (vendor DGX H200)"),
     _gpu("H800", 9.89e14, 80e9, 3.35e12, 2e11,
          extra_flops={"fp8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
          smem_bytes_per_sm=256e3, generation="Hopper", subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
          source="H100 export variant: NVLink cut to 400 GB/s bidi = 2e11/dir (CANON D28; book "
-                "3e11); FP8 SXM 1.979e15 (CANON D27); HBM as H100 (assumed, not in specs)"),
+                "3e11); FP8 SXM 1.979e15 (CANON D27); HBM as H100 (assumed, not in specs)",
+         network_source="NVLink 400 GB/s bidi = 2e11/dir (CANON D28); NIC 400 Gb/s InfiniBand per "
+                        "GPU = 5e10 (DeepSeek-V3 report sec. 3.2: IB 50 GB/s per GPU)"),
     _gpu("B200", 2.25e15, 192e9, 8.0e12, 9.0e11,
          extra_flops={"fp8": 4.5e15, "int8": 4.5e15, "fp4": 9.0e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=148, l2_bytes=126e6,
@@ -248,7 +275,9 @@ _CHIPS = [
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, tmem_bytes_per_sm=256 * KiB,
          nvlink_gen="5.0", nvlink_links=18, nvlink_link_bw_1way=5e10, nvswitches_per_node=2,
          source="vendor HGX B200: 2.25 PF bf16 dense (book table 2.3e15, CANON D23), 8 TB/s "
-                "(text's '9 TB/s' is a slip), NVLink5 18x50 GB/s; clock not given ('?')"),
+                "(text's '9 TB/s' is a slip), NVLink5 18x50 GB/s; clock not given ('?')",
+         network_source="NVLink5 18x50 GB/s per GPU, 2 NVSwitch chips (book ch.12); NIC 400 Gb/s "
+                        "ConnectX-7 per GPU = 5e10 (vendor DGX B200; book ch.12 W_node 4e11)"),
     _gpu("GB200", 2.25e15, 192e9, 8.0e12, 9.0e11,
          extra_flops={"fp8": 4.5e15, "fp4": 9.0e15},
          dcn_bw_1way=5e10, chips_per_host=72, pod_shape=(72,), cores=148, l2_bytes=126e6,
@@ -257,7 +286,9 @@ _CHIPS = [
          nvlink_gen="5.0", nvlink_links=18, nvlink_link_bw_1way=5e10, nvswitches_per_node=18,
          source="GB200 NVL72 as used by the book (2.25e15 bf16; vendor ~2.5e15, CANON §5.12); "
                 "72 GPUs + 18 NVSwitches per NVLink domain, 72 NICs -> 3.6 TB/s node egress "
-                "(chips_per_host counts the NVLink domain here: 4 GPUs per CPU host)"),
+                "(chips_per_host counts the NVLink domain here: 4 GPUs per CPU host)",
+         network_source="NVLink5 9e11 per GPU, 72-GPU NVLink domain with 18 NVSwitch trays (book "
+                        "ch.12 appendix); NIC 5e10 per GPU = 3.6 TB/s per rack (book ch.12, CANON 1.2)"),
 ]
 
 # Vendor-nominal TPU values (02 Table F) and the Feb-2025 mirror ("M") values, for side notes only.
@@ -369,6 +400,28 @@ def critical_intensity(chip, dtype: str = "bf16", link: str = "hbm") -> float:
     """Critical arithmetic intensity C/W (FLOPs per byte). Book: eq-01-icrit."""
     chip = get(chip)
     return peak_flops(chip, dtype) / chip.bandwidth(link)
+
+
+#: Catalogue fields whose 0 / None / () means "not given" (so reading them must not silently
+#: substitute another number): ``require`` raises instead.
+_OPTIONAL_NUMBERS = ("ici_link_bw_1way", "ici_links", "nvlink_bw_1way", "pcie_bw", "dcn_bw_1way",
+                     "chips_per_host", "pod_shape", "vmem_bytes", "vmem_bw", "l2_bytes",
+                     "price_per_hour", "torus_dims", "nvlink_link_bw_1way", "nvswitches_per_node")
+
+
+def require(chip, field: str):
+    """The catalogue value ``field`` of ``chip``; a ValueError naming the chip and the field when
+    the catalogue does not have it (no silent fallback to another number)."""
+    chip = get(chip)
+    if not hasattr(chip, field):
+        raise ValueError(f"unknown Chip field {field!r}")
+    v = getattr(chip, field)
+    if v in (None, 0, 0.0, ()):
+        src = f" ({chip.network_source})" if chip.network_source and field in (
+            "dcn_bw_1way", "nvlink_bw_1way", "ici_link_bw_1way") else ""
+        raise ValueError(f"the catalogue has no {field} for {chip.name}{src}; pass the number "
+                         f"explicitly or use a chip that has it")
+    return v
 
 
 def network_axes(chip) -> int:

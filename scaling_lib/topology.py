@@ -781,3 +781,277 @@ def p2p_time(nbytes, topo, src, dst, ports=None) -> P2PResult:
     if h == 0:
         return P2PResult(n, 0, 0, 0.0, 0.0)
     return P2PResult(n, h, k, h * topo.latency, n / (k * topo.link_bw_1way))
+
+
+# =============================================================================================
+# System: a chip and its network tiers (HBM → scale-up domain → scale-out), as the book composes
+# them (ch. 2 TPU slices and DCN, ch. 12 NVLink nodes and fat trees)
+# =============================================================================================
+
+#: GPU node presets: the NVLink domain a chip's catalogue entry describes (chips per domain from
+#: ``Chip.pod_shape``); the name is what chapter 12 calls the node.
+NODE_PRESETS = {"DGX A100": "A100", "DGX H100": "H100", "DGX H200": "H200", "H800": "H800",
+                "H800 节点": "H800", "DGX B200": "B200", "GB200 NVL72": "GB200"}
+
+#: Scale-out fabrics for GPU systems: name -> (label, default SHARP-capable). Bandwidth is the
+#: catalogue's NIC per GPU either way; the fabric changes latency/SHARP, not the bandwidth.
+FABRICS = {"infiniband": "InfiniBand", "roce": "RoCE", "dcn": "DCN"}
+
+#: an ASSUMPTION (the book gives no number): one DCN traversal, host to host.
+DCN_LATENCY = 10e-6
+
+
+@dataclass(frozen=True)
+class System:
+    """``n_chips`` chips of one type and the networks that join them, in tiers.
+
+    - **HBM**: per chip (``chip.hbm_bw``).
+    - **scale-up domain** of ``pod_chips`` chips: a TPU slice's ICI torus (``torus_dims`` axes;
+      groups are placed on it ``axis_len`` chips per axis, the book's convention, unless
+      ``shape`` gives the slice's real axes), or a GPU NVLink switch domain (8 GPUs in a DGX
+      node, 72 in a GB200 NVL72 rack) with ``chip.nvlink_bw_1way`` per GPU; ``nvls``: NVLink
+      SHARP (in-switch reduction).
+    - **scale-out** between domains: TPU DCN (``chip.dcn_bw_1way`` per chip) or a GPU fabric
+      (``fabric`` 'infiniband' or 'roce') with ``chip.dcn_bw_1way`` = the NIC per GPU, non-
+      blocking, ``rail_optimized`` (GPU i of every node on rail switch i: same-rank GPUs of
+      different nodes are one switch apart) and ``sharp`` (in-network reduction).
+
+    Every bandwidth comes from the catalogue; one the catalogue lacks raises ValueError naming
+    the chip and the field (``hardware.require``), never a substitute. ``pod_chips`` defaults to
+    the chip's whole pod (8960 for v5p) or NVLink domain (8 for H100, 72 for GB200).
+    Book: sec-02-ici, sec-05-planner (Cluster), sec-12-nodes, sec-12-fattree.
+    """
+
+    chip: object
+    n_chips: int
+    pod_chips: int | None = None
+    axis_len: int = 16
+    shape: tuple | None = None
+    fabric: str = ""
+    rail_optimized: bool = True
+    sharp: bool = False
+    nvls: bool = False
+    name: str = ""
+
+    def __post_init__(self):
+        c = hardware.get(self.chip)
+        object.__setattr__(self, "chip", c)
+        _check_int("n_chips", self.n_chips)
+        if c.family not in ("tpu", "gpu"):
+            raise ValueError(f"{c.name}: a system needs a TPU or GPU (family {c.family!r})")
+        if self.shape is not None:
+            shp = _check_shape(self.shape)
+            if c.family != "tpu":
+                raise ValueError("shape describes a TPU slice; GPU domains are NVLink switches")
+            if len(shp) != c.torus_dims:
+                raise ValueError(f"{c.name} slices have {c.torus_dims} axes; got shape {shp}")
+            object.__setattr__(self, "shape", shp)
+            if self.pod_chips is not None and self.pod_chips != math.prod(shp):
+                raise ValueError(f"pod_chips={self.pod_chips} disagrees with shape {shp}")
+            object.__setattr__(self, "pod_chips", math.prod(shp))
+        pod = self.pod_chips
+        if pod is None:
+            pod = c.pod_chips if c.pod_shape else 0
+            if not pod:
+                raise ValueError(f"the catalogue has no pod_shape (scale-up domain) for {c.name}; "
+                                 f"pass pod_chips")
+            pod = min(pod, self.n_chips)
+        _check_int("pod_chips", pod)
+        if self.n_chips > pod and self.n_chips % pod:
+            raise ValueError(f"n_chips ({self.n_chips}) must be a multiple of pod_chips ({pod}) "
+                             f"when the system spans several pods")
+        object.__setattr__(self, "pod_chips", int(min(pod, self.n_chips)))
+        _check_int("axis_len", self.axis_len, minimum=2)
+        fab = self.fabric.lower() if self.fabric else ("dcn" if c.family == "tpu" else "infiniband")
+        if fab not in FABRICS:
+            raise ValueError(f"unknown fabric {self.fabric!r}; allowed: {', '.join(FABRICS)}")
+        if (fab == "dcn") != (c.family == "tpu"):
+            raise ValueError(f"{c.name} systems use {'DCN' if c.family == 'tpu' else 'a GPU fabric'}"
+                             f" between domains, not {self.fabric!r}")
+        object.__setattr__(self, "fabric", fab)
+        for nm in ("rail_optimized", "sharp", "nvls"):
+            if not isinstance(getattr(self, nm), bool):
+                raise TypeError(f"{nm} must be True or False, got {getattr(self, nm)!r}")
+        if self.nvls and c.family != "gpu":
+            raise ValueError("nvls (NVLink SHARP) is a GPU feature")
+
+    # -- sizes ------------------------------------------------------------------------------
+    @property
+    def family(self) -> str:
+        return self.chip.family
+
+    @property
+    def n_pods(self) -> int:
+        """Scale-up domains in the system (TPU slices/pods, GPU nodes/racks)."""
+        return self.n_chips // self.pod_chips
+
+    @property
+    def torus_dims(self) -> int:
+        """Axes of the scale-up network: the TPU torus dimension; 1 for an NVLink switch."""
+        return hardware.network_axes(self.chip)
+
+    @property
+    def axis_sizes(self) -> tuple:
+        """Chips per axis used to place groups on the torus (innermost first): the slice's real
+        shape if given, else ``axis_len`` per axis (the book's 16-chip axes); GPU: (pod_chips,)."""
+        if self.family == "gpu":
+            return (self.pod_chips,)
+        if self.shape is not None:
+            return tuple(self.shape)
+        return (self.axis_len,) * self.torus_dims
+
+    # -- bandwidths (per chip, per direction unless said) ----------------------------------
+    @property
+    def w_scale_up(self) -> float:
+        """The scale-up W: TPU W_ici (both directions of one link, the book's convention);
+        GPU NVLink per GPU per direction (W_nvl)."""
+        if self.family == "tpu":
+            return 2 * hardware.require(self.chip, "ici_link_bw_1way")
+        return hardware.require(self.chip, "nvlink_bw_1way")
+
+    @property
+    def w_scale_out(self) -> float:
+        """Scale-out egress per chip per direction: TPU DCN per chip, GPU NIC per GPU."""
+        return hardware.require(self.chip, "dcn_bw_1way")
+
+    @property
+    def w_node(self) -> float:
+        """Egress of one scale-up domain's hosts: GPU node egress W_node = NICs × NIC bandwidth
+        (4e11 for a DGX H100); TPU: DCN of the whole slice."""
+        return self.w_scale_out * self.pod_chips
+
+    @property
+    def hop_latency(self) -> float:
+        return HOP_LATENCY
+
+    @property
+    def scale_out_latency(self) -> float:
+        """One traversal of the scale-out tier: DCN (an assumption, 10 µs) or the GPU fabric
+        (one switch hop with rails, three without; HOP_LATENCY each, an assumption)."""
+        if self.family == "tpu":
+            return DCN_LATENCY
+        return HOP_LATENCY * (1 if self.rail_optimized else 3)
+
+    def tiers(self) -> list:
+        """[(name, chips in the tier, bandwidth per chip per direction)] from the chip outwards."""
+        up = ("ICI" if self.family == "tpu" else "NVLink")
+        out = [("HBM", 1, self.chip.hbm_bw), (up, self.pod_chips,
+                                              self.w_scale_up / (2 if self.family == "tpu" else 1)
+                                              * (hardware.require(self.chip, "ici_links")
+                                                 if self.family == "tpu" else 1))]
+        if self.n_pods > 1:
+            out.append((FABRICS[self.fabric], self.n_chips, self.w_scale_out))
+        return out
+
+    # -- topology objects of chapters 2, 3 and 12 (for collective_time cross-checks) --------
+    def domain(self):
+        """One scale-up domain as a ``topology`` object: a ``TpuSlice`` (real shape) / ``Torus``
+        (``axis_len`` per axis), or an ``NvlinkNode``."""
+        if self.family == "gpu":
+            return NvlinkNode(self.chip, n_gpus=self.pod_chips, sharp=self.nvls,
+                              node_egress=self.w_node)
+        shape = self.axis_sizes
+        return Torus(shape=shape, wraps=True, link_bw_1way=self.chip.ici_link_bw_1way,
+                     label=f"{self.chip.name} {'×'.join(map(str, shape))}")
+
+    def fat_tree(self) -> FatTree:
+        """GPU systems: the two-tier tree chapter 12 draws (NVLink node → scale-out fabric),
+        non-blocking, with this system's SHARP/rail settings."""
+        if self.family != "gpu":
+            raise ValueError("fat_tree() describes GPU systems; TPUs join slices over DCN")
+        node = TreeLevel("节点", self.pod_chips, self.w_scale_up)
+        fab = TreeLevel(FABRICS[self.fabric], max(self.n_pods, 1), self.w_node)
+        return FatTree((node, fab), gpu=self.chip, sharp=self.sharp,
+                       rail_optimized=self.rail_optimized)
+
+    def describe(self) -> str:
+        if self.name:
+            return self.name
+        if self.family == "tpu":
+            unit = "个切片" if self.shape is not None else "个 Pod"
+        else:
+            unit = "个 NVLink 域"
+        pods = f"（{self.n_pods} {unit}）" if self.n_pods > 1 else ""
+        return f"{self.n_chips} 颗 {self.chip.name}{pods}"
+
+    def __str__(self):
+        return self.describe()
+
+
+def system(name, n_chips: int | None = None, **kw) -> System:
+    """A ``System`` by node/pod name: 'DGX A100', 'DGX H100', 'DGX H200', 'H800', 'DGX B200',
+    'GB200 NVL72' (GPUs) or any catalogue chip ('v5p', 'TPU v4p' ...). ``n_chips`` defaults to
+    one node / one pod; keyword arguments go to ``System`` (fabric, sharp, shape, ...)."""
+    if isinstance(name, System):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"system name must be a str, got {type(name).__name__}")
+    chip = NODE_PRESETS.get(name)
+    if chip is None:
+        try:
+            chip = hardware.get(name).name
+        except KeyError:
+            close = difflib.get_close_matches(name, list(NODE_PRESETS) + hardware.names(), n=4)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise KeyError(f"unknown system {name!r}{hint} Known nodes: "
+                           f"{', '.join(NODE_PRESETS)}, or any chip of the catalogue") from None
+    c = hardware.get(chip)
+    if n_chips is None:
+        n_chips = c.pod_chips if c.pod_shape else 0
+        if not n_chips:
+            raise ValueError(f"give n_chips: the catalogue has no pod_shape for {c.name}")
+    if name in NODE_PRESETS and "name" not in kw:
+        n_nodes = n_chips // (c.pod_chips or 1)
+        kw["name"] = f"{n_chips} 颗 {c.name}（{n_nodes} 个 {name}）" if n_nodes > 1 else name
+    return System(c, n_chips, **kw)
+
+
+__all__ += ["System", "system", "NODE_PRESETS", "FABRICS", "DCN_LATENCY"]
+
+
+def group_axes(group, inner, axis_sizes, wraps=None):
+    """How much of a torus a group of ``group`` chips gets, placed after ``inner`` chips of inner
+    groups (chips fill the axes in order, innermost first). Vectorised over group and inner.
+
+    Returns ``(m, wrap_frac)``: ``m`` = effective axes, ``wrap_frac`` = the share of ``m`` on
+    axes that wrap (1 when ``wraps`` is None, the book's pod convention).
+
+    A group *owns* every axis on which it is the innermost group: its rings there run over
+    consecutive chips and have the axis's links to themselves. An axis an inner group has started
+    belongs to that inner group, so nested groups never own more axes than the torus has
+    (FSDP 512 × TP 8 on 16×16×16: TP 1 axis, FSDP 2; review ch04-06 M1). A group that owns no
+    axis (it sits on the rest of an axis an inner group started) runs strided rings over links
+    that ``s`` interleaved rings share, ``s`` = the inner factor on that axis: it gets 1/s of the
+    axis. The last axis absorbs any excess (a v5p pod's longer axes). A group of 1 gets 1.
+    Book: sec-05-mixed (M_X, M_Y), sec-02-ici.
+    """
+    import numpy as np
+    sizes = [int(_check_int("axis size", a, minimum=2)) for a in axis_sizes]
+    dims = len(sizes)
+    if wraps is not None and len(wraps) != dims:
+        raise ValueError(f"wraps needs one bool per axis ({dims}), got {wraps!r}")
+    group = np.asarray(group, dtype=float)
+    inner = np.asarray(inner, dtype=float)
+    eps = 1e-9
+    bounds = np.concatenate(([0.0], np.cumsum(np.log(sizes))))      # log-chip position of axis j
+    li = np.log(np.maximum(inner, 1))
+    lg = np.log(np.maximum(inner * group, 1))
+    own = np.zeros(np.broadcast(group, inner).shape)
+    own_w = np.zeros_like(own)
+    for j in range(dims):
+        o = (li <= bounds[j] + eps) & (lg > bounds[j] + eps)
+        own = own + o
+        if wraps is None or wraps[j]:
+            own_w = own_w + o
+    j0 = np.minimum(np.searchsorted(bounds[1:-1], li + eps, side="right"), dims - 1)
+    shared = 1.0 / np.exp(np.maximum(li - bounds[j0], 0.0))
+    m = np.where(group > 1, np.where(own > 0, own, shared), 1.0)
+    if wraps is None:
+        wf = np.ones_like(m)
+    else:
+        wj0 = np.asarray(wraps, dtype=float)[j0]
+        wf = np.where(own > 0, own_w / np.maximum(own, 1), wj0)
+    return m, wf
+
+
+__all__ += ["group_axes"]

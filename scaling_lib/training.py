@@ -37,7 +37,11 @@ from typing import Mapping
 
 import numpy as np
 
-from . import hardware
+from . import hardware, topology, hlo as _hlo, pipeline as _pipeline, step as _step
+from . import strategy as _strategy
+from .errors import Infeasible
+from .step import StepResult, PlanResult, evaluate, plan
+from .strategy import Strategy, STRATEGY_KINDS
 from .units import check_positive, fmt_bytes, fmt_time, fmt_num, DAY, HOUR
 
 __all__ = [
@@ -53,10 +57,9 @@ __all__ = [
     "Strategy", "Cluster", "StepResult", "Infeasible", "evaluate", "plan", "PlanResult",
     "step_time", "train_time", "train_cost", "total_train_flops", "estimate_train_days",
     "expected_collectives", "STRATEGY_KINDS", "count_collectives", "sharded_step_check",
-    "PROOF_MESHES",
+    "PROOF_MESHES", "PROOF_STRATEGIES", "toy_config", "REMAT", "SCHEDULES",
 ]
 
-STRATEGY_KINDS = ("dp", "fsdp", "tp", "fsdp_tp")
 
 
 # =============================================================================================
@@ -341,9 +344,9 @@ def ep_max_degree(d_ff_expert, chip, gated: bool = False):
 
 def bubble_fraction(n_stages, n_micro):
     """Idle fraction of a GPipe / 1F1B pipeline: (Z-1)/(M+Z-1). Book: eq-05-bubble ([ext])."""
-    z = check_positive("n_stages", n_stages)
-    m = check_positive("n_micro", n_micro)
-    return _arr((np.asarray(z) - 1) / (np.asarray(m) + np.asarray(z) - 1))
+    check_positive("n_stages", n_stages)
+    check_positive("n_micro", n_micro)
+    return _pipeline.bubble_fraction(n_stages, n_micro, "1f1b")
 
 
 def pipeline_schedule(kind: str, n_stages: int, n_micro: int) -> np.ndarray:
@@ -528,693 +531,29 @@ def train_cost(seconds, n_chips, chip=None, usd_per_chip_hour=None):
 
 
 # =============================================================================================
-# Whole-step model: Strategy, Cluster, evaluate, plan
+# Whole-step model: the one Strategy / System / evaluate / plan (scaling_lib.strategy, .step)
 # =============================================================================================
-
-REMAT = MappingProxyType({"none": "不重计算", "selective": "选择性重计算", "full": "整层重计算"})
-SCHEDULES = ("1f1b", "gpipe")
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """How a training step is split over chips. Degrees multiply to the chip count.
-
-    dp: plain data parallel (replicated weights, gradient AllReduce);
-    fsdp: fully-sharded data parallel over the same batch (ZeRO stage ``zero``);
-    tp: tensor (Megatron) parallel; pp: pipeline stages; ep: expert parallel (MoE only; also
-    shards the batch for the non-expert parts); microbatches: pipeline / gradient-accumulation
-    microbatches; remat: 'none' | 'selective' | 'full'; schedule: '1f1b' | 'gpipe'.
-    """
-
-    dp: int = 1
-    fsdp: int = 1
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    microbatches: int = 1
-    remat: str = "selective"
-    zero: int = 3
-    schedule: str = "1f1b"
-
-    def __post_init__(self):
-        for nm in ("dp", "fsdp", "tp", "pp", "ep", "microbatches"):
-            _pos_int(nm, getattr(self, nm))
-        if self.remat not in REMAT:
-            raise ValueError(f"remat must be one of {', '.join(REMAT)}, got {self.remat!r}")
-        if self.zero not in (1, 2, 3):
-            raise ValueError(f"zero must be 1, 2 or 3, got {self.zero!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-
-    @property
-    def n_chips(self) -> int:
-        return self.dp * self.fsdp * self.tp * self.pp * self.ep
-
-    @property
-    def data_ways(self) -> int:
-        """Ways the batch is split: dp × fsdp × ep."""
-        return self.dp * self.fsdp * self.ep
-
-    def __str__(self) -> str:
-        parts = [f"{k.upper()}{v}" for k, v in (("dp", self.dp), ("fsdp", self.fsdp),
-                                                 ("tp", self.tp), ("pp", self.pp),
-                                                 ("ep", self.ep)) if v > 1]
-        if not parts:
-            parts = ["1chip"]
-        if self.fsdp > 1 and self.zero != 3:
-            parts[[p.startswith("FSDP") for p in parts].index(True)] = f"ZeRO{self.zero}-{self.fsdp}"
-        if self.microbatches > 1:
-            parts.append(f"mb{self.microbatches}")
-        if self.remat != "selective":
-            parts.append({"none": "noremat", "full": "remat"}[self.remat])
-        if self.pp > 1 and self.schedule != "1f1b":
-            parts.append(self.schedule)
-        return "·".join(parts)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """A chip type and how many: TPU slices (pods) joined by DCN, or GPU nodes joined by NICs.
-
-    ``pod_chips``: chips that share the fast network (a TPU slice / pod; an NVLink domain of GPUs).
-    Default: the chip's whole pod (8960 for v5p) or NVLink domain (8 for H100). When n_chips
-    exceeds it, the cluster has n_chips / pod_chips pods.
-    """
-
-    chip: object
-    n_chips: int
-    pod_chips: int | None = None
-    axis_len: int = 16
-
-    def __post_init__(self):
-        c = _chip(self.chip)
-        object.__setattr__(self, "chip", c)
-        _pos_int("n_chips", self.n_chips)
-        if c.family not in ("tpu", "gpu"):
-            raise ValueError(f"{c.name}: a cluster needs a TPU or GPU (family {c.family!r})")
-        pod = self.pod_chips
-        if pod is None:
-            pod = int(np.prod(c.pod_shape)) if c.pod_shape else max(c.chips_per_host, 1)
-            pod = min(pod, self.n_chips) if self.n_chips <= pod else pod
-        _pos_int("pod_chips", pod)
-        if self.n_chips > pod and self.n_chips % pod:
-            raise ValueError(f"n_chips ({self.n_chips}) must be a multiple of pod_chips ({pod}) "
-                             f"when the cluster spans several pods")
-        object.__setattr__(self, "pod_chips", int(min(pod, self.n_chips)))
-        _pos_int("axis_len", self.axis_len, 2)
-
-    @property
-    def n_pods(self) -> int:
-        return self.n_chips // self.pod_chips
-
-    @property
-    def torus_dims(self) -> int:
-        return len(self.chip.pod_shape) if self.chip.family == "tpu" else 1
-
-    def __str__(self):
-        unit = "Pod" if self.chip.family == "tpu" else "个 NVLink 域"
-        pods = f"（{self.n_pods} {unit}）" if self.n_pods > 1 else ""
-        if self.n_pods > 1 and self.chip.family == "tpu":
-            pods = f"（{self.n_pods} 个 Pod）"
-        return f"{self.n_chips} 颗 {self.chip.name}{pods}"
-
-
-class Infeasible(ValueError):
-    """A strategy that cannot run: it needs more memory per chip than the chip has."""
-
-    def __init__(self, message: str, needed: float, available: float):
-        super().__init__(message)
-        self.needed = float(needed)
-        self.available = float(available)
-
-
-@dataclass(frozen=True)
-class _Dims:
-    L: int
-    D: int
-    F: int
-    N: int
-    K: int
-    H: int
-    V: int
-    gated: bool
-    E: int
-    k: int
-    tied: bool
-    P_total: int = 0
-    P_active: int = 0
-
-    @property
-    def p_attn_layer(self):
-        return 2 * self.D * self.H * (self.N + self.K)
-
-    @property
-    def mlp_mats(self):
-        return 3 if self.gated else 2
-
-    @property
-    def p_expert_layer(self):        # all experts of one layer (E = 1: the dense MLP)
-        return self.mlp_mats * self.D * self.F * self.E
-
-    @property
-    def p_router_layer(self):
-        return self.D * self.E if self.E > 1 else 0
-
-    @property
-    def p_vocab(self):
-        return (1 if self.tied else 2) * self.V * self.D
-
-    @property
-    def params(self):
-        if self.P_total:
-            return self.P_total
-        return self.L * (self.p_attn_layer + self.p_expert_layer + self.p_router_layer) + self.p_vocab
-
-    @property
-    def active_params(self):
-        if self.P_active:
-            return self.P_active
-        act_mlp = self.mlp_mats * self.D * self.F * (self.k if self.E > 1 else 1)
-        return self.L * (self.p_attn_layer + act_mlp + self.p_router_layer) + self.p_vocab
-
-
-def _dims(model) -> _Dims:
-    """Read a TransformerConfig-like object (or a models preset name) into plain dimensions."""
-    if isinstance(model, _Dims):
-        return model
-    if isinstance(model, str):
-        from . import models as _models
-        model = _models.get(model)
-    need = ("n_layers", "d_model", "d_ff", "n_heads")
-    miss = [a for a in need if not hasattr(model, a)]
-    if miss:
-        raise TypeError(f"model must be a TransformerConfig (or a preset name); "
-                        f"{type(model).__name__} lacks {', '.join(miss)}")
-    D, N = int(model.d_model), int(model.n_heads)
-    K = int(getattr(model, "n_kv_heads", None) or N)
-    H = getattr(model, "d_head", None) or D // N
-    E = int(getattr(model, "n_experts", 1) or 1)
-    F = int(getattr(model, "d_ff_expert", None) or model.d_ff) if E > 1 else int(model.d_ff)
-    P_total = int(model.params()) if callable(getattr(model, "params", None)) else 0
-    P_active = int(model.active_params()) if callable(getattr(model, "active_params", None)) else 0
-    return _Dims(L=int(model.n_layers), D=D, F=F, N=N, K=K, H=int(H),
-                 V=int(getattr(model, "vocab", 0) or 0), gated=bool(getattr(model, "gated_mlp", True)),
-                 E=E, k=int(getattr(model, "top_k", 1) or 1),
-                 tied=bool(getattr(model, "tied_embeddings", False)), P_total=P_total,
-                 P_active=P_active)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One strategy evaluated: times (s), memory per chip (bytes), bottleneck, MFU."""
-
-    strategy: Strategy
-    cluster: Cluster
-    batch_tokens: float
-    seq_len: int
-    step_time: float
-    t_math: float
-    t_hbm: float
-    comms: Mapping[str, float]        # per-step seconds per collective family
-    bubble: float
-    memory: Mapping[str, float]       # bytes per chip by part, plus 'total'
-    flops_per_chip: float
-    bytes_per_chip: float
-    model_flops: float                # 6·P_active·B (+ attention) for the whole step
-    bottleneck: str
-
-    @property
-    def ratio(self) -> float:
-        """FLOPs per byte communicated, per chip (∞ with no communication)."""
-        return self.flops_per_chip / self.bytes_per_chip if self.bytes_per_chip else math.inf
-
-    @property
-    def mfu(self) -> float:
-        """Model FLOPs utilisation the step could reach: model FLOPs / (N C step_time)."""
-        C = hardware.peak_flops(self.cluster.chip)
-        return self.model_flops / (self.cluster.n_chips * C * self.step_time)
-
-    @property
-    def compute_bound(self) -> bool:
-        return self.bottleneck == "compute"
-
-    def days(self, n_tokens: float, mfu_cap: float = 1.0) -> float:
-        """Days to train on ``n_tokens`` at this step time (slowed further if MFU is capped)."""
-        n = check_positive("n_tokens", n_tokens, allow_array=False)
-        _check_mfu(mfu_cap)
-        t = max(self.step_time, self.t_math / mfu_cap)
-        return n / self.batch_tokens * t / DAY
-
-    def breakdown(self) -> dict:
-        """Per-step seconds: compute, HBM, each communication, pipeline bubble."""
-        out = {"计算": self.t_math, "HBM": self.t_hbm}
-        out.update({_LABELS[k]: v for k, v in self.comms.items() if v > 0})
-        out["流水线气泡"] = self.step_time * self.bubble
-        return out
-
-    def __str__(self):
-        mem = self.memory["total"]
-        return (f"{self.strategy}：单步 {fmt_time(self.step_time)}，瓶颈 {_LABELS[self.bottleneck]}，"
-                f"MFU 上限 {self.mfu:.0%}，每芯片内存 {fmt_bytes(mem)}")
-
-    def _repr_html_(self):
-        rows = "".join(f"<tr><td>{k}</td><td>{fmt_time(v)}</td></tr>" for k, v in self.breakdown().items())
-        mrows = "".join(f"<tr><td>{_MEM_LABELS.get(k, k)}</td><td>{fmt_bytes(v)}</td></tr>"
-                        for k, v in self.memory.items())
-        return (f"<b>{self}</b><table><tr><th>时间</th><th></th></tr>{rows}"
-                f"<tr><th>每芯片内存</th><th></th></tr>{mrows}</table>")
-
-
-_LABELS = {"compute": "计算", "hbm": "HBM 带宽", "dp": "DP 梯度 AllReduce", "fsdp": "FSDP 权重收集/梯度分散",
-           "tp": "TP 激活通信", "pp": "流水线传递", "ep": "EP AllToAll", "dcn": "跨 Pod（DCN）",
-           "bubble": "流水线气泡"}
-_MEM_LABELS = {"params": "参数", "optimizer": "优化器状态", "grads": "梯度", "activations": "激活检查点",
-               "buffers": "收集的权重缓冲", "total": "合计"}
-
-_FAIL_REASONS = {
-    "memory": "内存放不下",
-    "tp_divides": "TP 度不整除头数或 d_ff",
-    "pp_layers": "流水线级数不整除层数（或多于层数）",
-    "ep_experts": "EP 度不整除专家数（或模型不是 MoE）",
-    "batch": "批次不能均分到数据并行的各份",
-    "micro": "微批次数不整除每份的序列数",
-    "pods": "只有数据并行可以跨 Pod（DCN 太慢）",
-}
-
 
 def torus_axes_owned(group, inner, axis_len: int = 16, torus_dims: int = 3):
     """Effective torus axes M of a group of ``group`` chips laid out after ``inner`` chips of
-    inner groups (innermost first), on a torus of ``torus_dims`` axes of ``axis_len`` chips.
-
-    Chips fill the torus axis by axis (the planner's placement: TP innermost, then EP, FSDP, PP,
-    DP). A group *owns* every axis on which it is the innermost group (its rings there run over
-    consecutive chips and have the axis's links to themselves); an axis that an inner group has
-    started belongs to that inner group. So the axes of nested groups add up to at most
-    ``torus_dims`` (FSDP 512 × TP 8 on 16×16×16: M_Y = 1, M_X = 2, the book's M_X + M_Y = 3;
-    review ch04-06 M1). A group that owns no axis (it sits on the rest of an axis an inner group
-    started, e.g. FSDP 8 outside TP 512) runs strided rings over links that ``s`` interleaved
-    rings share, ``s`` = the inner groups' factor on that axis: it gets 1/s of the axis. The last
-    axis absorbs any excess (a v5p pod's longer axes). Vectorised over ``group`` and ``inner``;
-    a group of 1 gets 1 (it never communicates). Book: sec-05-mixed (M_X, M_Y).
+    inner groups (innermost first), on a torus of ``torus_dims`` axes of ``axis_len`` chips:
+    ``topology.group_axes`` with the book's 16-chip axes. Nested groups never own more axes than
+    the torus has (FSDP 512 × TP 8 on 16×16×16: M_Y = 1, M_X = 2, the book's M_X + M_Y = 3;
+    review ch04-06 M1); a group on the rest of an axis an inner group started gets 1/stride of
+    it. Vectorised. Book: sec-05-mixed (M_X, M_Y).
     """
-    a = float(_pos_int("axis_len", axis_len, 2))
+    a = _pos_int("axis_len", axis_len, 2)
     dims = _pos_int("torus_dims", torus_dims)
-    group = np.asarray(group, dtype=float)
-    inner = np.asarray(inner, dtype=float)
-    eps = 1e-9
-    li = np.log(np.maximum(inner, 1)) / np.log(a)
-    lg = np.log(np.maximum(inner * group, 1)) / np.log(a)
-    own = np.zeros(np.broadcast(group, inner).shape)
-    for j in range(dims):
-        own = own + ((li <= j + eps) & (lg > j + eps))
-    j0 = np.minimum(np.floor(li + eps), dims - 1)
-    shared = 1.0 / a ** np.maximum(li - j0, 0.0)
-    return np.where(group > 1, np.where(own > 0, own, shared), 1.0)
+    return topology.group_axes(group, inner, (a,) * dims)[0]
 
 
-def _axes(cluster: Cluster, group, inner):
-    """(n_axes, bandwidth) for groups of size ``group`` placed after ``inner`` chips (arrays)."""
-    chip = cluster.chip
-    group = np.asarray(group, dtype=float)
-    inner = np.asarray(inner, dtype=float)
-    if chip.family == "tpu":
-        m = torus_axes_owned(group, inner, cluster.axis_len, cluster.torus_dims)
-        return m, np.full(group.shape, chip.ici_bw_bidi)
-    # GPU: inside the NVLink domain at NVLink speed, else the node's NIC per GPU
-    inside = inner * group <= cluster.pod_chips
-    nic = chip.dcn_bw_1way or chip.nvlink_bw_1way
-    return np.ones(group.shape), np.where(inside, chip.nvlink_bw_1way, nic)
-
-
-def _core(d: _Dims, cluster: Cluster, B: float, T: int, dp, fsdp, tp, pp, ep, mb, remat_code,
-          zero, gpipe, param_bytes, opt_bytes, grad_bytes, attention=True, combine="sum"):
-    """Vectorised whole-step model. All strategy arguments are equal-length int/float arrays.
-
-    remat_code: 0 none, 1 selective, 2 full. Returns a dict of arrays.
-    """
-    chip = cluster.chip
-    C = hardware.peak_flops(chip)
-    W_hbm = chip.hbm_bw
-    f = lambda a: np.asarray(a, dtype=float)  # noqa: E731
-    dp, fsdp, tp, pp, ep, mb, zero = map(f, (dp, fsdp, tp, pp, ep, mb, zero))
-    remat_code = np.asarray(remat_code)
-    gpipe = np.asarray(gpipe, dtype=bool)
-    N = dp * fsdp * tp * pp * ep
-    ways = dp * fsdp * ep
-    b = B / ways                          # tokens per data shard per step
-    bmu = b / mb                          # tokens per data shard per microbatch
-    L_s = d.L / pp                        # layers per stage
-    # ---- FLOPs ----
-    p_act_layer = d.p_attn_layer + d.mlp_mats * d.D * d.F * (d.k if d.E > 1 else 1) + d.p_router_layer
-    attn_tok = 6.0 * d.L * T * d.N * d.H if attention else 0.0   # causal score+value, fwd+bwd
-    model_flops = 6.0 * d.active_params * B + attn_tok * B
-    fwd_frac = 1.0 / 3.0
-    flops_chip = model_flops / N
-    f_fwd = flops_chip * fwd_frac
-    f_bwd = flops_chip * (1 - fwd_frac) + np.where(remat_code == 2, f_fwd, 0.0)
-    t_math_f, t_math_b = f_fwd / C, f_bwd / C
-    # ---- HBM: weights streamed once per microbatch in fwd, twice in bwd (dX, dW) ----
-    w_layer_chip = 2.0 * (d.p_attn_layer + d.p_expert_layer / ep + d.p_router_layer) / tp
-    t_hbm_f = mb * L_s * w_layer_chip / W_hbm
-    t_hbm_b = 2 * t_hbm_f + np.where(remat_code == 2, t_hbm_f, 0.0)
-    # ---- placement: innermost tp, ep, fsdp, pp, dp ----
-    m_tp, w_tp = _axes(cluster, tp, np.ones_like(tp))
-    m_ep, w_ep = _axes(cluster, ep, tp)
-    m_fs, w_fs = _axes(cluster, fsdp, tp * ep)
-    _, w_pp = _axes(cluster, pp, tp * ep * fsdp)
-    pods = cluster.n_pods if chip.family == "tpu" else 1   # GPUs: NIC bandwidth via _axes
-    dp_in = np.maximum(dp / pods, 1)
-    m_dp, w_dp = _axes(cluster, dp_in, tp * ep * fsdp * pp)
-    # bytes of this chip's weights per layer (bf16), before FSDP sharding
-    wb = 2.0 * (d.p_attn_layer + d.p_router_layer + d.p_expert_layer / ep) / tp
-    # ---- TP: AllGather in + ReduceScatter out around attention and around the MLP, per pass ----
-    tp_on = tp > 1
-    tp_bytes_pass = np.where(tp_on, 2 * 2 * (2.0 * b * d.D) * L_s, 0.0)
-    t_tp = tp_bytes_pass / (m_tp * w_tp)
-    # ---- FSDP / ZeRO ----
-    fs_on = fsdp > 1
-    gathers = mb  # gradient accumulation / pipelining re-gathers weights per microbatch
-    z3 = zero == 3
-    fs_fwd_bytes = np.where(fs_on & z3, gathers * wb * L_s, 0.0)
-    fs_bwd_bytes = np.where(fs_on, np.where(z3, gathers * wb * L_s + wb * L_s, 2 * wb * L_s), 0.0)
-    t_fs_f = fs_fwd_bytes / (m_fs * w_fs)
-    t_fs_b = fs_bwd_bytes / (m_fs * w_fs)
-    # ---- DP: AllReduce of this chip's gradient shard (wb / fsdp per layer) ----
-    shard = wb * L_s / fsdp
-    dp_ici_bytes = np.where(dp_in > 1, 2 * shard, 0.0)
-    t_dp = dp_ici_bytes / (m_dp * w_dp)
-    dcn_bytes = np.where(pods > 1, 2 * shard / dp_in, 0.0)
-    if chip.family == "tpu":
-        w_dcn = chip.dcn_bw_1way or 1.0
-    else:
-        w_dcn = chip.dcn_bw_1way or chip.nvlink_bw_1way
-    t_dcn = dcn_bytes / w_dcn
-    # ---- PP: send activations one hop forward (fwd) and gradients back (bwd) ----
-    pp_bytes_pass = np.where(pp > 1, 2.0 * b * d.D / tp, 0.0)
-    w1 = chip.ici_link_bw_1way if chip.family == "tpu" else 1.0
-    if chip.family == "tpu":
-        t_pp = pp_bytes_pass / w1
-    else:
-        t_pp = pp_bytes_pass / w_pp
-    # ---- EP: two AllToAlls per MoE layer per pass; ring cost E/4 per byte ----
-    ep_bytes_pass = np.where(ep > 1, 2 * (2.0 * b * d.k * d.D / tp) * L_s * ep / 4, 0.0)
-    t_ep = ep_bytes_pass / (m_ep * w_ep)
-    # ---- combine per pass ----
-    comm_f = [t_tp, t_fs_f, t_pp, t_ep]
-    comm_b = [t_tp, t_fs_b, t_pp, t_ep, t_dp, t_dcn]
-    if combine == "sum":
-        c_f, c_b = sum(comm_f), sum(comm_b)
-    else:
-        c_f, c_b = np.maximum.reduce(comm_f), np.maximum.reduce(comm_b)
-    pass_f = np.maximum.reduce([t_math_f, t_hbm_f, c_f])
-    pass_b = np.maximum.reduce([t_math_b, t_hbm_b, c_b])
-    bubble = np.where(pp > 1, (pp - 1) / (mb + pp - 1), 0.0)
-    step = (pass_f + pass_b) / (1 - bubble)
-    # bottleneck: the largest term of the backward pass (the longer one), or the bubble
-    names = ["compute", "hbm", "tp", "fsdp", "pp", "ep", "dp", "dcn"]
-    terms = np.stack([t_math_f + t_math_b, t_hbm_f + t_hbm_b, 2 * t_tp, t_fs_f + t_fs_b, 2 * t_pp,
-                      2 * t_ep, t_dp, t_dcn])
-    # a communication term only binds when the comm side of a pass exceeds the math side
-    comm_binds = (c_f > np.maximum(t_math_f, t_hbm_f)) | (c_b > np.maximum(t_math_b, t_hbm_b))
-    idx_comm = 2 + np.argmax(terms[2:], axis=0)
-    idx_local = np.where(terms[1] > terms[0], 1, 0)
-    idx = np.where(comm_binds, idx_comm, idx_local)
-    bubble_binds = bubble * step > np.take_along_axis(terms, idx[None], 0)[0]
-    bottleneck = np.where(bubble_binds, "bubble", np.array(names)[idx])
-    comm_bytes = (2 * tp_bytes_pass + fs_fwd_bytes + fs_bwd_bytes + dp_ici_bytes + dcn_bytes
-                  + 2 * pp_bytes_pass + 2 * ep_bytes_pass)
-    # ---- memory per chip ----
-    p_dense_chip = (d.L * (d.p_attn_layer + d.p_router_layer)) / (tp * pp)
-    p_exp_chip = d.L * d.p_expert_layer / (tp * pp * ep)
-    p_vocab_chip = d.p_vocab / tp           # embedding/unembedding sharded over TP (vocab-parallel)
-    p_chip = p_dense_chip + p_exp_chip + p_vocab_chip
-    sh_opt = np.where(fs_on, fsdp, 1.0)
-    sh_grad = np.where(fs_on & (zero >= 2), fsdp, 1.0)
-    sh_par = np.where(fs_on & (zero >= 3), fsdp, 1.0)
-    mem_params = p_chip * param_bytes / sh_par
-    mem_opt = p_chip * opt_bytes / sh_opt
-    mem_grads = p_chip * grad_bytes / sh_grad
-    width_none = 3.0 * d.D + (2 * d.N + 2 * d.K) * d.H + (d.mlp_mats + 1) * d.F * (d.k if d.E > 1 else 1)
-    width = np.where(remat_code == 2, d.D, np.where(remat_code == 1, 4.0 * d.D, width_none))
-    in_flight = np.where(pp > 1, np.where(gpipe, mb, np.minimum(mb, pp)), 1.0)
-    mem_act = width * L_s * bmu * in_flight * 2.0 / tp
-    mem_buf = np.where(fs_on & z3, 2 * wb, 0.0)    # two gathered layers (prefetch)
-    mem_total = mem_params + mem_opt + mem_grads + mem_act + mem_buf
-    return dict(step=step, t_math=t_math_f + t_math_b, t_hbm=t_hbm_f + t_hbm_b, bubble=bubble,
-                t_tp=2 * t_tp, t_fsdp=t_fs_f + t_fs_b, t_pp=2 * t_pp, t_ep=2 * t_ep, t_dp=t_dp,
-                t_dcn=t_dcn, bottleneck=bottleneck, flops_chip=np.broadcast_to(flops_chip, N.shape),
-                comm_bytes=comm_bytes, model_flops=model_flops,
-                mem_params=mem_params, mem_opt=mem_opt, mem_grads=mem_grads, mem_act=mem_act,
-                mem_buf=mem_buf, mem_total=mem_total, b=b, bmu=bmu)
-
-
-def _reasons(d: _Dims, cluster: Cluster, B, T, dp, fsdp, tp, pp, ep, mb):
-    """Boolean masks of the structural constraints that fail (arrays), by reason key."""
-    f = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    dp, fsdp, tp, pp, ep, mb = map(f, (dp, fsdp, tp, pp, ep, mb))
-    n_seq = int(B // T)
-    ways = dp * fsdp * ep
-    out = {
-        "tp_divides": (d.N % tp != 0) | (d.F % tp != 0),
-        "pp_layers": (pp > d.L) | (d.L % pp != 0),
-        "ep_experts": (ep > 1) & ((d.E <= 1) | (d.E % ep != 0)),
-        "batch": (int(B) % ways != 0) | (n_seq % dp != 0),
-        "micro": (mb > 1) & (((n_seq // np.maximum(dp, 1)) % mb != 0) | (int(B) % (ways * mb) != 0)),
-        "pods": ((cluster.n_pods > 1) & (cluster.chip.family == "tpu")
-                 & (dp % cluster.n_pods != 0)),
-    }
-    return out
-
-
-def _validate_inputs(model, cluster, batch_tokens, seq_len):
-    d = _dims(model)
-    if not isinstance(cluster, Cluster):
-        raise TypeError(f"cluster must be a training.Cluster, got {type(cluster).__name__}")
-    B = check_positive("batch_tokens", batch_tokens, allow_array=False)
-    T = _pos_int("seq_len", seq_len)
-    if B < T:
-        raise ValueError(f"batch_tokens ({B:g}) must hold at least one sequence of seq_len {T}")
-    return d, B, T
-
-
-_REMAT_CODE = {"none": 0, "selective": 1, "full": 2}
-
-
-def evaluate(strategy: Strategy, model, cluster: Cluster, batch_tokens, seq_len: int, *,
-             param_bytes: float = 2.0, opt_bytes: float = 8.0, grad_bytes: float = 2.0,
-             attention: bool = True, combine: str = "sum") -> StepResult:
-    """Step time, memory per chip and bottleneck of ``strategy`` for one training step.
-
-    Raises ValueError naming the constraint when the degrees do not multiply to the chip count,
-    the batch does not divide across data-parallel ranks, there are more pipeline stages than
-    layers, ...; raises ``Infeasible`` (a ValueError carrying ``needed`` and ``available`` bytes)
-    when the strategy does not fit in HBM.
-    """
-    if not isinstance(strategy, Strategy):
-        raise TypeError(f"strategy must be a training.Strategy, got {type(strategy).__name__}")
-    if combine not in ("sum", "max"):
-        raise ValueError(f"combine must be 'sum' or 'max', got {combine!r}")
-    d, B, T = _validate_inputs(model, cluster, batch_tokens, seq_len)
-    s = strategy
-    if s.n_chips != cluster.n_chips:
-        raise ValueError(f"degrees of {s} multiply to {s.n_chips} chips, but the cluster has "
-                         f"{cluster.n_chips}: dp·fsdp·tp·pp·ep must equal the chip count")
-    fails = _reasons(d, cluster, B, T, [s.dp], [s.fsdp], [s.tp], [s.pp], [s.ep], [s.microbatches])
-    msgs = {
-        "tp_divides": f"tp={s.tp} must divide n_heads={d.N} and d_ff={d.F}",
-        "pp_layers": f"pp={s.pp} pipeline stages must divide n_layers={d.L} (and not exceed it)",
-        "ep_experts": f"ep={s.ep} must divide n_experts={d.E} (expert parallelism needs an MoE)",
-        "batch": (f"batch of {B:g} tokens ({int(B // T)} sequences of {T}) does not divide across "
-                  f"{s.data_ways} data-parallel ranks (dp·fsdp·ep) with dp={s.dp} taking whole "
-                  f"sequences"),
-        "micro": f"microbatches={s.microbatches} must divide each DP replica's sequences",
-        "pods": (f"the cluster has {cluster.n_pods} pods joined by DCN; dp={s.dp} must be a "
-                 f"multiple of it (only data parallelism crosses pods)"),
-    }
-    for k, bad in fails.items():
-        if bad[0]:
-            raise ValueError(msgs[k])
-    r = _core(d, cluster, B, T, [s.dp], [s.fsdp], [s.tp], [s.pp], [s.ep], [s.microbatches],
-              [_REMAT_CODE[s.remat]], [s.zero], [s.schedule == "gpipe"], param_bytes, opt_bytes,
-              grad_bytes, attention, combine)
-    hbm = cluster.chip.hbm_bytes
-    need = float(r["mem_total"][0])
-    if need > hbm:
-        raise Infeasible(f"{s} needs {fmt_bytes(need)} per chip but {cluster.chip.name} has "
-                         f"{fmt_bytes(hbm)} of HBM", need, hbm)
-    g = lambda k: float(np.asarray(r[k]).ravel()[0])  # noqa: E731
-    comms = {"tp": g("t_tp"), "fsdp": g("t_fsdp"), "dp": g("t_dp"), "pp": g("t_pp"),
-             "ep": g("t_ep"), "dcn": g("t_dcn")}
-    mem = {"params": g("mem_params"), "optimizer": g("mem_opt"), "grads": g("mem_grads"),
-           "activations": g("mem_act"), "buffers": g("mem_buf"), "total": need}
-    return StepResult(s, cluster, B, T, g("step"), g("t_math"), g("t_hbm"),
-                      MappingProxyType(comms), g("bubble"), MappingProxyType(mem),
-                      g("flops_chip"), g("comm_bytes"), g("model_flops"),
-                      str(np.asarray(r["bottleneck"]).ravel()[0]))
-
-
-@dataclass(frozen=True)
-class PlanResult:
-    """The planner's answer: ranked feasible strategies and why the others failed."""
-
-    cluster: Cluster
-    batch_tokens: float
-    seq_len: int
-    results: tuple                     # StepResult, fastest first (at most ``top``)
-    n_candidates: int
-    n_feasible: int
-    rejected: Mapping[str, int]        # reason key -> count
-    min_memory_needed: float           # smallest per-chip memory among structurally valid ones
-
-    @property
-    def best(self) -> StepResult:
-        return self.results[0]
-
-    def table(self, n: int = 10) -> list[dict]:
-        rows = []
-        for r in self.results[:n]:
-            rows.append({"策略": str(r.strategy), "单步时间": fmt_time(r.step_time),
-                         "瓶颈": _LABELS[r.bottleneck], "MFU 上限": f"{r.mfu:.0%}",
-                         "每芯片内存": fmt_bytes(r.memory["total"]),
-                         "FLOPs/通信字节": fmt_num(r.ratio)})
-        return rows
-
-    def reasons_text(self) -> str:
-        parts = [f"{_FAIL_REASONS[k]} {v}" for k, v in self.rejected.items() if v]
-        return "；".join(parts) if parts else "无"
-
-    def __str__(self):
-        head = (f"{self.cluster}，批次 {fmt_num(self.batch_tokens)} token：候选 {self.n_candidates} 个，"
-                f"可行 {self.n_feasible} 个；淘汰原因：{self.reasons_text()}")
-        lines = [head]
-        for i, row in enumerate(self.table(), 1):
-            lines.append(f"{i:>2}. " + "，".join(f"{k} {v}" for k, v in row.items()))
-        return "\n".join(lines)
-
-    def _repr_html_(self):
-        rows = self.table()
-        if not rows:
-            return f"<p>{self}</p>"
-        head = "".join(f"<th>{k}</th>" for k in rows[0])
-        body = "".join(f"<tr><td>{i}</td>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>"
-                       for i, r in enumerate(rows, 1))
-        return (f"<p>{str(self).splitlines()[0]}</p><table><tr><th>#</th>{head}</tr>"
-                + body + "</table>")
-
-
-def _divisors(n: int) -> np.ndarray:
-    return np.array([k for k in range(1, n + 1) if n % k == 0], dtype=np.int64)
-
-
-def _enumerate(n: int, use_ep: bool, use_pp: bool = True) -> np.ndarray:
-    """All ordered (dp, fsdp, tp, pp, ep) with product n, as an int array of shape (M, 5)."""
-    dv = _divisors(n)
-    free = 2 + int(use_pp) + int(use_ep)      # dims enumerated freely; dp is n / product
-    grids = np.meshgrid(*([dv] * free), indexing="ij")
-    cols = [g.ravel() for g in grids]
-    prod = np.ones_like(cols[0])
-    for c in cols:
-        prod = prod * c
-    ok = n % prod == 0
-    cols = [c[ok] for c in cols]
-    dp = n // (np.prod(np.stack(cols), axis=0))
-    fsdp, tp = cols[0], cols[1]
-    pp = cols[2] if use_pp else np.ones_like(dp)
-    ep = cols[-1] if use_ep else np.ones_like(dp)
-    return np.stack([dp, fsdp, tp, pp, ep], axis=1)
-
-
-def plan(model, cluster: Cluster, batch_tokens, seq_len: int, *, top: int = 20,
-         microbatches=(1, 2, 4, 8, 16, 32, 64), remats=("none", "selective", "full"),
-         zeros=(1, 2, 3),
-         param_bytes: float = 2.0, opt_bytes: float = 8.0, grad_bytes: float = 2.0,
-         attention: bool = True, combine: str = "sum", raise_if_none: bool = True,
-         distinct: bool = True) -> PlanResult:
-    """Every strategy that tiles ``cluster``, evaluated at once with numpy; the feasible ones ranked
-    by step time (ties within 0.1%: less communication, then less memory first).
-    ``PlanResult.rejected`` counts failures by reason. With ``distinct`` (default) only the best
-    variant (ZeRO stage, remat, microbatches) of each degree tuple is listed.
-
-    With no feasible strategy, raises ``Infeasible`` saying why (for example: the model does not
-    fit even fully sharded), unless ``raise_if_none=False``.
-    """
-    d, B, T = _validate_inputs(model, cluster, batch_tokens, seq_len)
-    top = _pos_int("top", top)
-    mbs = np.array([_pos_int("microbatch", m) for m in microbatches], dtype=np.int64)
-    for r in remats:
-        if r not in _REMAT_CODE:
-            raise ValueError(f"remat {r!r} unknown; allowed: {', '.join(REMAT)}")
-    if combine not in ("sum", "max"):
-        raise ValueError(f"combine must be 'sum' or 'max', got {combine!r}")
-    zs = np.array(sorted({_pos_int("zero stage", z) for z in zeros}), dtype=np.int64)
-    if not set(zs.tolist()) <= {1, 2, 3}:
-        raise ValueError(f"zero stages must be among 1, 2, 3; got {list(zeros)}")
-    rc = np.array([_REMAT_CODE[r] for r in remats])
-    base = _enumerate(cluster.n_chips, use_ep=d.E > 1)
-    nb, nm, nr, nz = len(base), len(mbs), len(rc), len(zs)
-    idx_b = np.repeat(np.arange(nb), nm * nr * nz)
-    mb = np.tile(np.repeat(mbs, nr * nz), nb)
-    rm = np.tile(np.repeat(rc, nz), nb * nm)
-    zz = np.tile(zs, nb * nm * nr)
-    dp, fsdp, tp, pp, ep = (base[idx_b, i] for i in range(5))
-    # microbatches only matter with a pipeline; ZeRO stages only with an FSDP axis
-    keep = ((mb == 1) | (pp > 1)) & ((zz == zs.max()) | (fsdp > 1))
-    dp, fsdp, tp, pp, ep, mb, rm, zz = (a[keep] for a in (dp, fsdp, tp, pp, ep, mb, rm, zz))
-    n_cand = len(dp)
-    fails = _reasons(d, cluster, B, T, dp, fsdp, tp, pp, ep, mb)
-    structural = np.zeros(n_cand, dtype=bool)
-    rejected = {}
-    for k, m in fails.items():          # first failing reason wins, in table order
-        new = m & ~structural
-        rejected[k] = int(new.sum())
-        structural |= m
-    ok = ~structural
-    res = _core(d, cluster, B, T, dp[ok], fsdp[ok], tp[ok], pp[ok], ep[ok], mb[ok], rm[ok],
-                zz[ok], np.zeros(ok.sum(), bool), param_bytes, opt_bytes, grad_bytes,
-                attention, combine)
-    hbm = cluster.chip.hbm_bytes
-    fits = res["mem_total"] <= hbm
-    rejected["memory"] = int((~fits).sum())
-    min_mem = float(res["mem_total"].min()) if ok.any() else math.inf
-    comm_total = res["t_tp"] + res["t_fsdp"] + res["t_pp"] + res["t_ep"] + res["t_dp"] + res["t_dcn"]
-    step_key = np.round(np.log(res["step"]) / np.log1p(1e-3))   # equal within 0.1%
-    order = np.lexsort((res["mem_total"], comm_total, step_key))
-    order = order[fits[order]]
-    sel = np.nonzero(ok)[0]
-    if distinct:   # keep the best variant (ZeRO stage, remat, microbatches) of each degree tuple
-        dv = _divisors(cluster.n_chips)
-        key = np.zeros(len(order), dtype=np.int64)
-        for a in (dp, fsdp, tp, pp, ep):
-            key = key * 64 + np.searchsorted(dv, a[sel][order])
-        _, first = np.unique(key, return_index=True)
-        order = order[np.sort(first)]
-    remat_names = {v: k for k, v in _REMAT_CODE.items()}
-    results = []
-    for j in order[:top]:
-        s = Strategy(int(dp[sel[j]]), int(fsdp[sel[j]]), int(tp[sel[j]]), int(pp[sel[j]]),
-                     int(ep[sel[j]]), int(mb[sel[j]]), remat_names[int(rm[sel[j]])],
-                     int(zz[sel[j]]))
-        g = lambda k: float(np.asarray(res[k])[j])  # noqa: E731
-        comms = {"tp": g("t_tp"), "fsdp": g("t_fsdp"), "dp": g("t_dp"), "pp": g("t_pp"),
-                 "ep": g("t_ep"), "dcn": g("t_dcn")}
-        mem = {"params": g("mem_params"), "optimizer": g("mem_opt"), "grads": g("mem_grads"),
-               "activations": g("mem_act"), "buffers": g("mem_buf"), "total": g("mem_total")}
-        results.append(StepResult(s, cluster, B, T, g("step"), g("t_math"), g("t_hbm"),
-                                  MappingProxyType(comms), g("bubble"), MappingProxyType(mem),
-                                  g("flops_chip"), g("comm_bytes"), float(res["model_flops"]),
-                                  str(res["bottleneck"][j])))
-    rej = MappingProxyType({k: rejected.get(k, 0) for k in _FAIL_REASONS})
-    out = PlanResult(cluster, B, T, tuple(results), n_cand, int(fits.sum()), rej, min_mem)
-    if not results and raise_if_none:
-        if ok.any():
-            raise Infeasible(
-                f"no strategy fits: even the most frugal valid one needs {fmt_bytes(min_mem)} per "
-                f"chip but {cluster.chip.name} has {fmt_bytes(hbm)} (the model does not fit even "
-                f"fully sharded; add chips, rematerialise or shrink the batch). Rejected: "
-                f"{out.reasons_text()}", min_mem, hbm)
-        raise Infeasible(f"no strategy tiles {cluster} for this model and batch; rejected: "
-                         f"{out.reasons_text()}", math.inf, hbm)
-    return out
+REMAT = MappingProxyType({"none": "不重计算", "selective": "选择性重计算", "full": "整层重计算"})
+SCHEDULES = _pipeline.SCHEDULES
+#: chapter 5's name for a system of chips: the same class as ``topology.System``
+Cluster = topology.System
+_LABELS = _step.LABELS
+_MEM_LABELS = _step.MEM_LABELS
+_FAIL_REASONS = _step.FAIL_TEXT
 
 
 # =============================================================================================
@@ -1231,7 +570,7 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
     max(T_math/MFU, T_math/ratio), the verdict, tokens per
     chip, the bounds (sequences, α/3, 2α²/F, DCN per pod) and the suggested X and Y per pod.
     """
-    d = _dims(model)
+    d = _step.model_shapes(model)
     n = check_positive("n_tokens", n_tokens, allow_array=False)
     B = check_positive("batch_tokens", batch_tokens, allow_array=False)
     N = _pos_int("n_chips", n_chips)
@@ -1243,7 +582,7 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
     three_d = len(chip.pod_shape) == 3
     if m_x is None:
         m_x = 2 if three_d else 1          # a 3D torus gives FSDP 2 axes and TP 1; a 2D one 1 and 1
-    P = d.params
+    P = d.P_total
     flops = total_train_flops(P, n)
     t_ideal = train_time(flops, chip, N, mfu=1.0)
     t_compute = t_ideal / mfu
@@ -1278,55 +617,27 @@ def estimate_train_days(model, n_tokens, batch_tokens, chip, n_chips, *, n_pods:
 def expected_collectives(kind: str, n_weight_matrices: int | None = None) -> dict:
     """Collectives XLA must insert in a sharded train step, as {kind: (min_count, max_count)}.
 
-    From the per-strategy algorithm (sec-05-proof): DP needs a gradient all-reduce (XLA combines
-    them into one) and nothing else; FSDP gathers each sharded weight before use (forward and
+    Read off the same sharding table the cost model uses (``strategy.expected_hlo`` of
+    ``PROOF_STRATEGIES[kind]``, sec-05-proof): DP needs a gradient all-reduce (XLA combines them
+    into one) and nothing else; FSDP gathers each sharded weight before use (forward and
     backward, so ≥ one all-gather per weight) and reduces gradients (the CPU partitioner writes
-    a reduce-scatter as all-reduce + dynamic-slice); TP needs activation all-reduces (at least one
-    per sharded block) and no weight gather; FSDP+TP needs both families. ``None`` = unbounded.
+    a reduce-scatter as all-reduce + dynamic-slice); TP (Megatron, no sequence parallelism)
+    needs activation all-reduces and no gather; FSDP+TP needs both. ``None`` = unbounded.
     """
     if kind not in STRATEGY_KINDS:
         raise ValueError(f"unknown strategy kind {kind!r}; allowed: {', '.join(STRATEGY_KINDS)}")
     nw = n_weight_matrices
     if nw is not None:
         _pos_int("n_weight_matrices", nw)
-    if kind == "dp":
-        return {"all-reduce": (1, None), "all-gather": (0, 0), "all-to-all": (0, 0)}
-    if kind == "fsdp":
-        return {"all-gather": (nw or 1, None), "all-reduce": (1, None), "all-to-all": (0, 0)}
-    if kind == "tp":
-        return {"all-reduce": (1, None), "all-gather": (0, 0), "all-to-all": (0, 0)}
-    return {"all-gather": (nw or 1, None), "all-reduce": (1, None), "all-to-all": (0, 0)}
+    return _strategy.expected_hlo(PROOF_STRATEGIES[kind], "cpu", nw)
 
 
 # =============================================================================================
 # The proof on a device mesh (chapter 5, sec-05-proof): imports jax lazily
 # =============================================================================================
 
-_COLL = None
-
-
-def count_collectives(hlo_text: str) -> dict:
-    """Collectives in compiled HLO text, by kind (tuple-shaped all-reduces included).
-
-    A local helper: ``hlo.count_collectives`` misses a combined all-reduce whose tuple shape
-    contains ``/*index=5*/`` comments. Kinds: all-gather, reduce-scatter, all-reduce, all-to-all,
-    collective-permute (async ``-start`` forms count once, ``-done`` not at all).
-    """
-    import re
-    global _COLL
-    if not isinstance(hlo_text, str):
-        raise TypeError(f"hlo_text must be a str (compiled.as_text()), got {type(hlo_text).__name__}")
-    if _COLL is None:
-        _COLL = re.compile(r"\s(all-gather|reduce-scatter|all-reduce|all-to-all|collective-permute)"
-                           r"(?:-start)?\(")
-    out: dict = {}
-    for line in hlo_text.splitlines():
-        if " = " not in line:
-            continue
-        m = _COLL.search(line.split(" = ", 1)[1])
-        if m:
-            out[m.group(1)] = out.get(m.group(1), 0) + 1
-    return out
+#: one collective counter for the whole library (``hlo.count_collectives``)
+count_collectives = _hlo.count_collectives
 
 
 def _toy_config():
@@ -1335,26 +646,28 @@ def _toy_config():
                              name="ch05 toy")
 
 
+#: chapter 5's toy transformer for the proof (public name; ``_toy_config`` is kept for notebooks)
+toy_config = _toy_config
+
 PROOF_MESHES = MappingProxyType({"dp": ((8,), ("X",)), "fsdp": ((8,), ("X",)),
                                  "tp": ((8,), ("Y",)), "fsdp_tp": ((4, 2), ("X", "Y"))})
+#: the four layouts of the proof as sharding tables (Megatron TP without sequence parallelism)
+PROOF_STRATEGIES = MappingProxyType({
+    "dp": Strategy(dp=8, sp=False), "fsdp": Strategy(fsdp=8, sp=False),
+    "tp": Strategy(tp=8, sp=False), "fsdp_tp": Strategy(fsdp=4, tp=2, sp=False)})
+#: roles → the proof meshes' axis names (data and FSDP both on X, tensor on Y)
+PROOF_AXIS_NAMES = MappingProxyType({"data": "X", "fsdp": "X", "tensor": "Y", "expert": "E",
+                                     "context": "C", "pipe": "Z"})
 
 
 def _param_specs(kind: str, params):
-    """PartitionSpecs of the jax_model params for each strategy (X = data/FSDP, Y = tensor)."""
+    """PartitionSpecs of the jax_model params for each strategy, from its sharding table."""
     from jax.sharding import PartitionSpec as P
-    fs = "X" if kind in ("fsdp", "fsdp_tp") else None
-    tp = "Y" if kind in ("tp", "fsdp_tp") else None
-    layers = {"attn_norm": P(), "mlp_norm": P(),
-              "wq": P(None, fs, tp, None), "wk": P(None, fs, tp, None), "wv": P(None, fs, tp, None),
-              "wo": P(None, tp, None, fs), "w_gate": P(None, fs, tp), "w_up": P(None, fs, tp),
-              "w_down": P(None, tp, fs)}
-    specs = {"embed": P(None, fs), "layers": {k: layers[k] for k in params["layers"]},
-             "final_norm": P()}
-    if "unembed" in params:
-        specs["unembed"] = P(fs, None)
-    return {k: specs[k] for k in params}
+    specs = _strategy.partition_specs(PROOF_STRATEGIES[kind], params, PROOF_AXIS_NAMES)
 
-
+    def conv(v):
+        return {k: conv(x) for k, x in v.items()} if isinstance(v, dict) else P(*v)
+    return {k: conv(v) for k, v in specs.items()}
 def _drop_axis(spec, axis):
     from jax.sharding import PartitionSpec as P
     return P(*[None if a == axis else a for a in spec])

@@ -64,7 +64,7 @@ def test_mixed_ratio_is_sqrt_of_margin(close):     # eq: ratio = sqrt((B/N)/boun
 # ---- worked problems, chapter 5 -----------------------------------------------------------
 
 def test_p51_llama2_13b_params(close):
-    close(tr._dims(L13).params, 13.0e9, 0.01, "P5.1")
+    close(L13.params(), 13.0e9, 0.01, "P5.1")
 
 
 def test_p52_memory_16m(close):
@@ -74,7 +74,7 @@ def test_p52_memory_16m(close):
 
 
 def test_p53_fsdp_32k(close):
-    P = tr._dims(L13).params
+    P = L13.params()
     assert 10 * P > 96e9                                   # (a) pure DP does not fit
     m = tr.training_memory(P, 3e6, 5120, 40, 13824, saves=("F", "F", "D"))
     close(m["total"], 8.0e12, 0.01, "P5.3b total")
@@ -112,7 +112,7 @@ def test_p57_deepseek_v2(close):
 def test_p58_llama3_fsdp_16m(close):
     n = 16e6 / tr.dp_min_tokens_per_chip(V5P, 3)
     close(n, 18824, 1e-3, "P5.8 chips")
-    t = tr.train_time(tr.total_train_flops(tr._dims(L70).params, 15e12), V5P, n, mfu=0.5)
+    t = tr.train_time(tr.total_train_flops(L70.params(), 15e12), V5P, n, mfu=0.5)
     close(t / 86400, 17.0, 0.01, "P5.8 days (CANON §4: 17.0 with 70.55e9)")
 
 
@@ -136,7 +136,7 @@ def test_p514_llama3_pods(close):
     close(t["t_comms"] / t["t_math"], 5210 / 4804, 1e-3, "P5.14c summed (CANON)")
     close(tr.fsdp_tp_threshold(1024, 8, 2, 1, 28672, V5P), 1.306e6, 1e-3, "P5.14c overlapped (1.31M)")
     close(tr.dcn_min_tokens_per_pod(V5P), 7.34e4, 1e-3, "P5.14d")
-    t10 = tr.train_time(tr.total_train_flops(tr._dims(L70).params, 15e12), V5P, 89600, mfu=1.0)
+    t10 = tr.train_time(tr.total_train_flops(L70.params(), 15e12), V5P, 89600, mfu=1.0)
     close(t10 / 86400, 1.79, 0.01, "P5.14e (1.8 d at 100%)")
 
 
@@ -189,7 +189,7 @@ def test_pipeline_schedules():
 # ---- chapter 6 numbers ----------------------------------------------------------------------
 
 def test_ch6_llama3_70b(close):
-    P = tr._dims(L70).params
+    P = L70.params()
     close(P, 7.06e10, 0.002, "P6.1")
     close(6 * P, 4.23e11, 0.002, "P6.2 FLOPs/token")
     close(6 * P / 4.59e14 * 1e3, 0.92, 0.01, "P6.2 ms/token")
@@ -218,14 +218,14 @@ def test_ch6_pods_and_405b(close):
     assert e["verdict"] == "ici"
     close(e["days_ici"], 8.8, 0.02, "P6.10 ICI-bound days")
     close(e["days_comms_bound"], 11.2, 0.02, "P6.10 naive 40% MFU days")
-    P405 = tr._dims(L405).params
+    P405 = L405.params()
     close(P405, 4.06e11, 0.005, "P6.11")
     close(tr.total_train_flops(P405, 15e12), 3.65e25, 0.01, "P6.11 FLOPs")
     close(tr.train_time(tr.total_train_flops(P405, 15e12), V5P, 71680, 0.4) / 86400, 32.1, 0.01, "P6.12")
     close(tr.mixed_min_tokens_per_chip(53248, V5P), 244, 3e-3, "P6.12 bound")
     close(tr.mixed_compute_comm_ratio(4 * 2**20, 71680, 53248, V5P), 0.49, 0.02, "P6.12 4M ratio")
     close(tr.mixed_compute_comm_ratio(16 * 2**20, 71680, 53248, V5P), 0.98, 0.02, "P6.12 16M ratio")
-    P8 = tr._dims(L8).params
+    P8 = L8.params()
     t8 = tr.train_time(tr.total_train_flops(P8, 15e12), V5P, 8960, 0.4)
     close(t8 / 86400, 5.1, 0.02, "P6.13")
     close(tr.train_cost(t8, 8960, V5P), 4.6e6, 0.03, "P6.14 8B")

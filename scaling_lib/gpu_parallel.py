@@ -2,9 +2,16 @@
 bound on DGX H100/B200 nodes and GB200 NVL72 racks (MLP block only, bf16).
 
 Units: SI (seconds, bytes/s, FLOPs/s; batches in tokens). Book: 第12章 sec-12-rooflines,
-formulas F25-F33 of the chapter-12 spec; appendix sec-12-gb200. Chapter 5's training module models
-TPUs; this module holds the GPU versions (the two share notation: C = peak FLOPs/s per GPU,
+formulas F25-F33 of the chapter-12 spec; appendix sec-12-gb200. Chapter 5's closed forms are the
+TPU versions; these are the GPU ones (the two share notation: C = peak FLOPs/s per GPU,
 W_gpu = NVLink per GPU per direction, W_node = node egress per direction).
+
+A node type is a view of a ``topology.System`` built from the catalogue (no typed-in numbers);
+the DP threshold and the in-node TP limit are computed from ``collectives.group_time`` on that
+system — the gradient AllReduce of a replica sharded over one node, the TP AllGather +
+ReduceScatter of the activations — and equal the chapter's closed forms C/W_node, C/W_gpu,
+F·W_gpu/C under the book convention (the exact ring factor (X−1)/X of F27 when ``n_nodes``
+is given).
 Ignores: attention, latency, imperfect overlap, NCCL's below-peak bandwidth (pass
 ``efficiency`` < 1 to scale the bandwidths).
 """
@@ -14,7 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import hardware
+from dataclasses import field
+
+from . import collectives, hardware, topology
 from .units import check_positive
 
 __all__ = ["GpuNodeType", "NODE_TYPES", "node_type", "dp_critical_batch_per_gpu",
@@ -31,6 +40,13 @@ class GpuNodeType:
     gpus_per_node: int
     w_gpu: float        #: NVLink bandwidth per GPU (bytes/s)
     w_node: float       #: node egress (bytes/s)
+    system: object = field(default=None, compare=False, repr=False)   #: two nodes of it
+
+    def cluster(self, n_nodes: int = 2) -> "topology.System":
+        """``n_nodes`` of these nodes on their fabric, as a ``topology.System``."""
+        check_positive("n_nodes", n_nodes, allow_array=False)
+        return topology.system(_SYSTEM_NAME.get(self.name, self.name),
+                               int(n_nodes) * self.gpus_per_node)
 
     @property
     def c(self) -> float:
@@ -47,14 +63,18 @@ class GpuNodeType:
         return self.c / self.w_node
 
 
-def _mk(name, chip, n):
-    g = hardware.get(chip)
-    return GpuNodeType(name, g.name, n, g.nvlink_bw_1way, g.dcn_bw_1way * n)
+_SYSTEM_NAME = {"H800 节点": "H800"}
 
 
-NODE_TYPES = {"DGX H100": _mk("DGX H100", "H100", 8), "DGX B200": _mk("DGX B200", "B200", 8),
-              "GB200 NVL72": _mk("GB200 NVL72", "GB200", 72), "H800": _mk("H800 节点", "H800", 8),
-              "DGX A100": GpuNodeType("DGX A100", "A100", 8, 3e11, 8 * 2.5e10)}
+def _mk(name, preset):
+    """A node type from ``topology.system(preset)``: every number from the catalogue."""
+    sys2 = topology.system(preset, 2 * hardware.get(topology.NODE_PRESETS[preset]).pod_chips)
+    return GpuNodeType(name, sys2.chip.name, sys2.pod_chips, sys2.w_scale_up, sys2.w_node, sys2)
+
+
+NODE_TYPES = {"DGX H100": _mk("DGX H100", "DGX H100"), "DGX B200": _mk("DGX B200", "DGX B200"),
+              "GB200 NVL72": _mk("GB200 NVL72", "GB200 NVL72"), "H800": _mk("H800 节点", "H800"),
+              "DGX A100": _mk("DGX A100", "DGX A100")}
 
 
 def node_type(name) -> GpuNodeType:
@@ -93,20 +113,34 @@ def dp_critical_batch_per_gpu(node="DGX H100", cross_node: bool = True, n_expert
     """
     nt = node_type(node)
     e = _eff(efficiency)
-    w = (nt.w_node if cross_node else nt.w_gpu) * e
     k = check_positive("top_k", top_k, allow_array=False)
     E = check_positive("n_experts", n_experts, allow_array=False)
     if k > E:
         raise ValueError(f"top_k ({k}) cannot exceed n_experts ({E})")
-    out = nt.c / w * (E / k)
-    if n_nodes is not None:
-        x = check_positive("n_nodes", n_nodes)
-        out = out * (x - 1) / x
+    x = 2.0 if n_nodes is None else check_positive("n_nodes", n_nodes)
+    out = _dp_threshold(nt, cross_node, x, "book" if n_nodes is None else "ring") / e * (E / k)
     mp = check_positive("mp_nodes", mp_nodes, allow_array=False)
     out = out / mp
     if cross_node and include_node_level:
         out = np.maximum(out, nt.c / (nt.w_gpu * e) * (E / k))
     return _a(out)
+
+
+def _dp_threshold(nt: GpuNodeType, cross_node: bool, n_nodes, convention: str):
+    """C·T_comms/T_math-coefficient for the backward pass of one MLP layer (per unit D·F): the
+    gradient AllReduce of the layer's 4DF bytes, priced by ``collectives.group_time``.
+
+    Across nodes each replica is sharded over one node (inner = the node's g GPUs), so a GPU
+    AllReduces its 4DF/g shard over the X nodes through its NIC: 8DF/W_node (book), ×(X−1)/X
+    (ring). Inside a node (pure DP over its GPUs): 8DF/W_gpu. T_math = 8·B·D·F/C per GPU.
+    """
+    sys2 = nt.system
+    g = nt.gpus_per_node
+    if cross_node:
+        t = collectives.group_time("all_reduce", 4.0 / g, sys2, n_nodes, g, convention=convention)
+    else:
+        t = collectives.group_time("all_reduce", 4.0, sys2, g, 1, convention="book")
+    return nt.c * np.asarray(t) / 8.0
 
 
 def dp_times(batch_per_gpu, d_model, d_ff, node="DGX H100", cross_node: bool = True,
@@ -128,7 +162,11 @@ def tp_max_degree(d_ff, node="DGX H100", across_nodes: bool = False):
     f = check_positive("d_ff", d_ff)
     if across_nodes:
         return _a(nt.gpus_per_node + f / nt.alpha_node)
-    return _a(f / nt.alpha_gpu)
+    # T_comms of Y-way TP per MLP forward: AllGather in + ReduceScatter out of [B, D] (bf16),
+    # 2·2BD bytes over the node's switch (collectives), against T_math = 4BDF/(Y C)
+    t = sum(collectives.group_time(kd, 2.0, nt.system, 2, 1) for kd in ("all_gather",
+                                                                          "reduce_scatter"))
+    return _a(f * 4.0 / (nt.c * float(t)))
 
 
 def tp_times(batch_tokens, d_model, d_ff, y, node="DGX H100"):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import hardware
+from .errors import Infeasible as _Infeasible
 from .units import check_nonneg, check_positive, dtype_bytes, fmt_bytes, fmt_num, fmt_time
 
 __all__ = [
@@ -50,13 +51,8 @@ V5E_SLICE_SHAPES = {1: (1, 1), 4: (2, 2), 8: (2, 4), 16: (4, 4), 32: (4, 8), 64:
                     128: (8, 16), 256: (16, 16)}
 
 
-class Infeasible(ValueError):
-    """A configuration that does not fit in memory: carries bytes ``needed`` and ``available``."""
-
-    def __init__(self, message: str, needed: float = float("nan"), available: float = float("nan")):
-        super().__init__(message)
-        self.needed = needed
-        self.available = available
+#: the library's one "does not fit" error (also ``training.Infeasible``)
+Infeasible = _Infeasible
 
 
 from .units import check_int as _int, as_float_or_array as _arr  # noqa: E402
@@ -80,7 +76,13 @@ def bytes_per_elem(dtype) -> float:
 class ServedModel:
     """What serving arithmetic needs of a model: parameter count P, KV elements per token
     (2·L·K·H), and the shapes used by the sharding rules. ``active_params`` (MoE) is the count
-    each token multiplies against; dense models have active_params == params."""
+    each token multiplies against; dense models have active_params == params.
+
+    A thin view: when the model is a ``transformer.TransformerConfig`` (``served_model(cfg)``,
+    ``from_dims``) every number is read from it and ``cfg`` keeps it; ``params`` may be
+    overridden with the rounded count a problem states (``with_params``). Only the book's
+    dimensionless examples (the pop-quiz 30B: P and KV bytes only) have ``cfg=None``.
+    """
 
     name: str
     params: float
@@ -92,6 +94,7 @@ class ServedModel:
     n_kv_heads: int = 0
     d_head: int = 0
     active_params: float = 0.0
+    cfg: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         check_positive(f"{self.name or 'model'} params", self.params, allow_array=False)
@@ -102,17 +105,17 @@ class ServedModel:
 
     @classmethod
     def from_dims(cls, name, L, D, F, N, K, H, V, tied=False, n_experts=1, top_k=1):
-        """From the book's letters: P = L(3DF·E + 2DH(N+K)) + (1 or 2)·V·D (gated MLP, no norms)."""
+        """From the book's letters: a gated-MLP ``TransformerConfig`` without norms (the book's
+        P = L(3DF·E + 2DH(N+K)) + (1 or 2)·V·D; an MoE also counts its router, L·D·E)."""
         for nm, v in (("L", L), ("D", D), ("F", F), ("N", N), ("K", K), ("H", H), ("V", V),
                       ("n_experts", n_experts), ("top_k", top_k)):
             _int(nm, v)
-        attn = 2 * D * H * (N + K) * L
-        emb = (1 if tied else 2) * V * D
-        p = L * 3 * D * F * n_experts + attn + emb
-        act = L * 3 * D * F * top_k + attn + emb
-        return cls(name=name, params=float(p), kv_elems_per_token=float(2 * L * K * H),
-                   d_model=D, d_ff=F, n_layers=L, n_heads=N, n_kv_heads=K, d_head=H,
-                   active_params=float(act))
+        from .transformer import TransformerConfig
+        cfg = TransformerConfig(d_model=D, n_layers=L, n_heads=N, n_kv_heads=K, d_ff=F,
+                                vocab=V, d_head=H, tied_embeddings=bool(tied),
+                                n_experts=n_experts, top_k=top_k, norms_per_layer=0,
+                                final_norm=False, name=name)
+        return served_model(cfg)
 
     def with_params(self, params) -> "ServedModel":
         """The same model with the parameter count rounded as a problem states it (e.g. 70e9)."""
@@ -120,7 +123,7 @@ class ServedModel:
         scale = p / self.params
         return ServedModel(self.name, p, self.kv_elems_per_token, self.d_model, self.d_ff,
                            self.n_layers, self.n_heads, self.n_kv_heads, self.d_head,
-                           self.active_params * scale)
+                           self.active_params * scale, self.cfg)
 
 
 def served_model(model, params=None) -> ServedModel:
@@ -138,7 +141,7 @@ def served_model(model, params=None) -> ServedModel:
                         d_model=cfg.d_model, d_ff=cfg.d_ff, n_layers=cfg.n_layers,
                         n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads,
                         d_head=cfg.d_head or cfg.d_model // cfg.n_heads,
-                        active_params=float(cfg.active_params()))
+                        active_params=float(cfg.active_params()), cfg=cfg)
     else:
         raise TypeError(f"model must be a ServedModel, a TransformerConfig or a preset name, got "
                         f"{type(model).__name__} {model!r}")
@@ -298,11 +301,31 @@ class StepTime:
                 f"</b></td></tr></table>")
 
 
+def _ag_time_1d(nbytes, n, chip, n_axes, t_hop):
+    """One AllGather (= one ReduceScatter) of ``nbytes`` over ``n`` chips laid out as the
+    near-square 2-D torus a × b (v5e slices 2x2, 2x4, 4x4, 4x8 ...), from ``collectives``:
+    max(hops × t_hop, V / Σ axis bandwidth), rings wrapping as the book assumes (the teaching
+    model; chapter 3's ``wraparound`` makes sub-pod v5e axes lines, CANON §5 item 5). With an
+    explicit ``n_axes``: V/(n_axes·W_ici) against the same latency floor."""
+    from . import collectives, topology
+    a = int(2 ** np.floor(np.log2(n) / 2))
+    bb = n // a
+    shape = (a, bb) if a > 1 else (bb,)
+    torus = topology.Torus(shape=shape, wraps=True, link_bw_1way=chip.ici_link_bw_1way,
+                           latency=t_hop)
+    r = collectives.collective_time("all_gather", nbytes, torus, axes=torus.names)
+    tb = np.asarray(r.t_bandwidth)
+    if n_axes is not None:
+        tb = np.asarray(nbytes) / (np.asarray(hardware.check_n_axes(chip, n_axes)) * chip.ici_bw_bidi)
+    return np.maximum(tb, np.asarray(r.t_latency))
+
+
 def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1e-6):
     """ICI time per decode step for 1-D model parallelism over ``n_chips``: per layer two
     AllReduces (attention and MLP outputs) of a [B, D] activation, each = ReduceScatter +
-    AllGather. Each costs max(latency floor t_hop·hops, bytes/(n_axes·W_ici)). Book:
-    sec-07-latency-bound. Returns seconds per step (0 on one chip)."""
+    AllGather, priced by ``collectives.collective_time`` on the slice's torus: each costs
+    max(latency floor t_hop·hops, bytes/(n_axes·W_ici)). Book: sec-07-latency-bound. Returns
+    seconds per step (0 on one chip)."""
     m = served_model(model)
     if not m.d_model or not m.n_layers:
         raise ValueError(f"{m.name}: the ICI term needs d_model and n_layers")
@@ -311,15 +334,16 @@ def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1
     n = np.asarray(check_positive("n_chips", n_chips))
     if not chip.ici_bw_bidi:
         raise ValueError(f"{chip.name} has no ICI bandwidth in the catalogue")
-    # chips laid out as a near-square 2-D torus a × b (v5e slices: 2x2, 2x4, 4x4, 4x8 ...);
-    # a bidirectional ring collective over both axes takes about a/2 + b/2 hops
-    a = 2.0 ** np.floor(np.log2(n) / 2)
-    bb = n / a
-    hops = np.where(a > 1, (a + bb) / 2, bb / 2)
-    axes = np.where(a > 1, 2, 1) if n_axes is None else np.asarray(hardware.check_n_axes(chip, n_axes))
-    per_coll = np.maximum(t_hop * np.ceil(hops),
-                          act_bytes * b * m.d_model / (axes * chip.ici_bw_bidi))
-    t = np.where(n <= 1, 0.0, 4 * m.n_layers * per_coll)  # 2 AllReduces = 2 RS + 2 AG per layer
+    t_hop = float(check_positive("t_hop", t_hop, allow_array=False))
+    nb = np.broadcast(b, n).shape
+    b, n = np.broadcast_to(b, nb).astype(float), np.broadcast_to(n, nb).astype(float)
+    t = np.zeros(nb)
+    for nv in np.unique(n):
+        if nv <= 1:
+            continue
+        sel = n == nv
+        per = _ag_time_1d(act_bytes * b[sel] * m.d_model, int(round(nv)), chip, n_axes, t_hop)
+        t[sel] = 4 * m.n_layers * per        # 2 AllReduces = 2 RS + 2 AG per layer
     return _arr(t)
 
 

@@ -13,6 +13,7 @@ import re
 from types import MappingProxyType
 from typing import Mapping
 
+from . import transformer as _transformer
 from .transformer import TransformerConfig
 
 __all__ = ["PRESETS", "PUBLISHED_PARAMS", "get", "names", "TOY_P41", "LLAMA2_13B", "LLAMA3_8B",
@@ -112,7 +113,7 @@ _ALIASES = {"llama3-405b": "LLaMA-3.1-405B", "llama-3-405b": "LLaMA-3.1-405B",
 
 
 def _norm(s: str) -> str:
-    s = s.lower().replace("×", "x").replace("llama", "llama")
+    s = s.lower().replace("×", "x")
     s = re.sub(r"(?<=\d)\.0(?=b)", "", s)
     return re.sub(r"[\s_\-.]+", "", s)
 
@@ -141,3 +142,6 @@ def get(name) -> TransformerConfig:
     sugg = sorted({table[c] for c in close})
     hint = f"; did you mean {', '.join(sugg)}?" if sugg else ""
     raise KeyError(f"unknown model {name!r}{hint} Known models: {', '.join(PRESETS)}")
+
+
+_transformer.register_presets(get)   # transformer's functions accept preset names

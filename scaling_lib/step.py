@@ -43,8 +43,8 @@ __all__ = ["StepResult", "PlanResult", "evaluate", "plan", "model_shapes", "BOTT
 
 BOTTLENECKS = ("compute", "hbm", "tp", "cp", "fsdp", "pp", "ep", "dp", "dcn", "bubble")
 #: planner rejection reasons (keys) in the order they are checked
-FAIL_REASONS = ("tp_divides", "pp_layers", "ep_experts", "cp_seq", "batch", "micro", "pods",
-                "memory")
+FAIL_REASONS = ("memory", "tp_divides", "pp_layers", "ep_experts", "cp_seq", "batch", "micro",
+                "pods")
 _DEG = {"data": "dp", "fsdp": "fsdp", "expert": "ep", "context": "cp", "tensor": "tp",
         "pipe": "pp"}
 
@@ -396,6 +396,7 @@ LABELS = {"compute": "计算", "hbm": "HBM 带宽", "dp": "DP 梯度 AllReduce",
 MEM_LABELS = {"params": "参数", "optimizer": "优化器状态", "grads": "梯度", "activations": "激活检查点",
               "buffers": "收集的权重缓冲", "total": "合计"}
 FAIL_TEXT = {
+    "memory": "内存放不下",
     "tp_divides": "TP 度不整除头数或 d_ff",
     "pp_layers": "流水线级数不整除层数（或多于层数）",
     "ep_experts": "EP 度不整除专家数（或模型不是 MoE）",
@@ -403,7 +404,6 @@ FAIL_TEXT = {
     "batch": "批次不能均分到数据并行的各份",
     "micro": "微批次数不整除每份的序列数",
     "pods": "只有数据并行可以跨 Pod（DCN 太慢）",
-    "memory": "内存放不下",
 }
 
 

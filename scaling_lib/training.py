@@ -38,7 +38,7 @@ from typing import Mapping
 import numpy as np
 
 from . import hardware, topology, hlo as _hlo, pipeline as _pipeline, step as _step
-from . import strategy as _strategy
+from . import strategy as _strategy, memory as _memory
 from .errors import Infeasible
 from .step import StepResult, PlanResult, evaluate, plan
 from .strategy import Strategy, STRATEGY_KINDS
@@ -416,8 +416,8 @@ def checkpoint_bytes(batch_tokens, d_model, n_layers, d_ff=None, saves=("D", "D"
             width += check_positive("d_ff", d_ff, allow_array=False)
         else:
             width += check_positive("save width", s, allow_array=False)
-    return _arr(np.asarray(B) * L * width * check_positive("bytes_per_elem", bytes_per_elem,
-                                                          allow_array=False))
+    return _memory.activation_bytes(B, width, L, check_positive("bytes_per_elem", bytes_per_elem,
+                                                               allow_array=False))
 
 
 def training_memory(n_params, batch_tokens, d_model, n_layers, d_ff=None,
@@ -434,7 +434,8 @@ def training_memory(n_params, batch_tokens, d_model, n_layers, d_ff=None,
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise ValueError(f"{nm} must be a number >= 0, got {v!r}")
     ck = checkpoint_bytes(batch_tokens, d_model, n_layers, d_ff, saves, act_bytes)
-    out = {"params": P * param_bytes, "optimizer": P * opt_bytes, "grads": P * grad_bytes,
+    st = _memory.state_bytes(P, param_bytes, grad_bytes, opt_bytes)
+    out = {"params": st["params"], "optimizer": st["optimizer"], "grads": st["grads"],
            "checkpoints": ck}
     out["total"] = out["params"] + out["optimizer"] + out["grads"] + ck
     return out
@@ -456,10 +457,7 @@ def zero_memory(n_params, n_devices, stage: int, param_bytes: float = 2.0,
     for nm, v in (("param_bytes", param_bytes), ("grad_bytes", grad_bytes), ("opt_bytes", opt_bytes)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise ValueError(f"{nm} must be a number >= 0, got {v!r}")
-    po = param_bytes / (n if stage >= 3 else 1)
-    gr = grad_bytes / (n if stage >= 2 else 1)
-    op = opt_bytes / (n if stage >= 1 else 1)
-    return _arr(np.asarray(P) * (po + gr + op))
+    return _memory.state_bytes(P, param_bytes, grad_bytes, opt_bytes, stage, n)["total"]
 
 
 def fsdp_step_comm_time(n_params, chip, n_axes: int = 1, param_bytes: float = 2.0):

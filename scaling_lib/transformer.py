@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from . import hardware
+from . import hardware, memory as _memory
 from .units import check_nonneg, check_positive, dtype_bytes, fmt_bytes, fmt_num
 
 __all__ = [
@@ -55,8 +55,12 @@ def _check_bool(name: str, value) -> bool:
     return bool(value)
 
 
-#: Rematerialisation policies: saved B·T·D-sized arrays per layer (book estimates, sec-04-remat).
-REMAT_POLICIES: dict[str, float] = {"none": 20.0, "dots": 7.0, "block": 1.0}
+#: Rematerialisation policies: saved B·T·D-sized arrays per layer (book estimates, sec-04-remat),
+#: under chapter 4's names; ``memory`` holds the counts under the library's canonical names
+#: (none / selective / full).
+REMAT_POLICIES: dict[str, float] = {"none": _memory.CH4_SAVED_ARRAYS["none"],
+                                    "dots": _memory.CH4_SAVED_ARRAYS["selective"],
+                                    "block": _memory.CH4_SAVED_ARRAYS["full"]}
 _REMAT_ALIASES = {"everything_saveable": "none", "no": "none", "off": "none",
                   "dots_with_no_batch_dims_saveable": "dots", "big_matmuls": "dots",
                   "save_dots": "dots", "nothing_saveable": "block", "full": "block",
@@ -383,14 +387,14 @@ class TransformerConfig:
         if not isinstance(optimizer, str) or optimizer.lower() not in _OPTIMIZERS:
             raise ValueError(f"unknown optimizer {optimizer!r}; allowed: {', '.join(_OPTIMIZERS)}")
         policy = _remat_key(remat)
-        p = self.params()
+        st = _memory.state_bytes(self.params(), dtype_bytes(param_dtype),
+                                 dtype_bytes(grad_dtype or param_dtype),
+                                 _OPTIMIZERS[optimizer.lower()])
+        width = _memory.saved_width(policy, self.d_model, activation_model="ch4")
         return TrainingMemory(
-            params=p * dtype_bytes(param_dtype),
-            grads=p * dtype_bytes(grad_dtype or param_dtype),
-            optimizer=p * _OPTIMIZERS[optimizer.lower()],
-            activations=activation_bytes(n_tok, self.d_model, self.n_layers,
-                                         saved_per_layer=REMAT_POLICIES[policy],
-                                         bytes_per_elem=dtype_bytes(act_dtype)),
+            params=st["params"], grads=st["grads"], optimizer=st["optimizer"],
+            activations=_memory.activation_bytes(n_tok, width, self.n_layers,
+                                                 dtype_bytes(act_dtype)),
             remat=policy, optimizer_name=optimizer.lower())
 
     def inference_memory(self, batch, seq_len, param_dtype: str = "bf16", kv_dtype: str = "bf16"):
@@ -467,12 +471,27 @@ class InferenceMemory:
 
 # ---- module-level functions (the spec's API) ---------------------------------------------
 
+#: name → TransformerConfig resolver, registered by ``scaling_lib.models`` when it is imported
+#: (the presets sit above this module: models imports transformer, never the other way round)
+_PRESET_RESOLVER = None
+
+
+def register_presets(resolver) -> None:
+    """Let the module-level functions accept preset names (``models`` calls this)."""
+    global _PRESET_RESOLVER
+    if not callable(resolver):
+        raise TypeError("resolver must be callable (name -> TransformerConfig)")
+    _PRESET_RESOLVER = resolver
+
+
 def _cfg(cfg) -> TransformerConfig:
     if isinstance(cfg, TransformerConfig):
         return cfg
     if isinstance(cfg, str):
-        from . import models
-        return models.get(cfg)
+        if _PRESET_RESOLVER is None:
+            raise TypeError(f"cfg {cfg!r} is a preset name: import scaling_lib.models (or pass "
+                            f"models.get({cfg!r}))")
+        return _PRESET_RESOLVER(cfg)
     raise TypeError(f"cfg must be a TransformerConfig or a preset name, got "
                     f"{type(cfg).__name__} {cfg!r}")
 
@@ -692,11 +711,12 @@ def mlp_time(cfg, batch_tokens, chip, dtype: str = "bf16"):
 
 
 def activation_bytes(n_tokens, d_model, n_layers, saved_per_layer=20.0, bytes_per_elem=2.0):
-    """Saved activations for the backward pass: c · B·T · D · L · b (book: c ≈ 20 / 7 / 1)."""
-    return _arr(check_positive("n_tokens", n_tokens) * check_positive("d_model", d_model)
-                * check_positive("n_layers", n_layers)
-                * check_positive("saved_per_layer", saved_per_layer)
-                * check_positive("bytes_per_elem", bytes_per_elem))
+    """Saved activations for the backward pass: c · B·T · D · L · b (book: c ≈ 20 / 7 / 1);
+    ``memory.activation_bytes`` with a width of c·D."""
+    width = check_positive("saved_per_layer", saved_per_layer) * check_positive("d_model", d_model)
+    return _memory.activation_bytes(check_positive("n_tokens", n_tokens), width,
+                                    check_positive("n_layers", n_layers),
+                                    check_positive("bytes_per_elem", bytes_per_elem))
 
 
 def saved_arrays_per_layer(policy: str) -> float:

@@ -75,6 +75,19 @@ _LIST = [
        source="Gemma Team 2024 (arXiv 2408.00118), config.json: hidden 4608, 46 layers, 32 heads "
               "of 128, 16 KV heads, GeGLU intermediate 36864, vocab 256000, tied embeddings, "
               "pre- and post-norms (4 per layer)"),
+    TC(name="PaLM-540B", d_model=18432, n_layers=118, n_heads=48, n_kv_heads=1, d_ff=73728,
+       vocab=256000, d_head=256, tied_embeddings=True, norms_per_layer=1,
+       source="Chowdhery et al. 2022 (PaLM), Table 1 and sec. 2: 118 layers, d_model 18432, 48 "
+              "heads of 256, multi-query attention (one K/V head), SwiGLU with d_ff = 4·d_model, "
+              "parallel attention/MLP block (one norm per layer), no biases, shared input/output "
+              "embeddings, SentencePiece vocabulary 256k; 540.35B parameters"),
+    TC(name="Megatron-1T", d_model=25600, n_layers=128, n_heads=160, n_kv_heads=160,
+       d_ff=102400, vocab=51200, gated_mlp=False, tied_embeddings=True, norm_bias=True,
+       linear_bias=True, pos_emb_len=2048,
+       source="Narayanan et al. 2021 (Megatron-LM, SC'21), Table 1, the 1T row: hidden 25600, "
+              "128 layers, 160 heads, GPT architecture (GELU MLP of 4·hidden, LayerNorm with "
+              "bias, biased projections, learned positions of 2048, tied embeddings), vocab "
+              "51,200; 1008B parameters"),
     # --- the book's own example configurations ------------------------------------------
     TC(name="P4.1 toy", d_model=4096, n_layers=64, n_heads=32, n_kv_heads=32, d_ff=16384,
        vocab=32000, norms_per_layer=1, final_norm=False,
@@ -97,6 +110,8 @@ PUBLISHED_PARAMS: Mapping[str, float] = MappingProxyType({
     "DeepSeek-V3": 671e9,               # paper: 671B total, 37B activated (main model, no MTP)
     "Gemma-7B": 8_537_680_896,          # HF checkpoint ("8.5B")
     "Gemma-2-27B": 27_227_128_320,      # HF checkpoint ("27.2B")
+    "PaLM-540B": 540.35e9,              # PaLM paper, Table 1 (rounded)
+    "Megatron-1T": 1008e9,              # Megatron-LM SC'21, Table 1 (rounded)
     "P4.1 toy": 17_442_275_328,         # spec 04 P4.1: L(3DF+4DNH+D)+2DV (book "≈16B" is a rounding artefact)
 })
 
@@ -109,7 +124,8 @@ LLAMA3_405B = PRESETS["LLaMA-3.1-405B"]
 _ALIASES = {"llama3-405b": "LLaMA-3.1-405B", "llama-3-405b": "LLaMA-3.1-405B",
             "gpt3": "GPT-3-175B", "gpt-3": "GPT-3-175B", "mixtral": "Mixtral-8x7B",
             "deepseek": "DeepSeek-V3", "toy": "P4.1 toy", "p4.1": "P4.1 toy",
-            "gemma2-27b": "Gemma-2-27B"}
+            "gemma2-27b": "Gemma-2-27B", "palm": "PaLM-540B", "megatron": "Megatron-1T",
+            "megatron-1t": "Megatron-1T"}
 
 
 def _norm(s: str) -> str:

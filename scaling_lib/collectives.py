@@ -934,7 +934,8 @@ def group_time(kind, nbytes, system, group, inner=1, *, convention: str = "book"
             kk = check_positive("top_k", top_k, allow_array=False)
             nl = check_positive("node_limit", node_limit, allow_array=False)
             dedup = min(kk, nl) / kk
-        out = v * f_out / (np.maximum(g_out, 1) * g_in * w_out) * dedup
+        f_a2a = np.where(g_out > 1, (g_out - 1) / g_out, 0.0)   # F17/F20 in both conventions
+        out = v * f_a2a / (np.maximum(g_out, 1) * g_in * w_out) * dedup
     else:
         out = v * f_out / (g_in * w_out)
         if k == "all_reduce":

@@ -140,7 +140,10 @@ def _dp_threshold(nt: GpuNodeType, cross_node: bool, n_nodes, convention: str):
         t = collectives.group_time("all_reduce", 4.0 / g, sys2, n_nodes, g, convention=convention)
     else:
         t = collectives.group_time("all_reduce", 4.0, sys2, g, 1, convention="book")
-    return nt.c * np.asarray(t) / 8.0
+    # 12 significant digits: the closed forms are exact (C/W_node = 625 for GB200), the
+    # composed path must not print float noise into the book (625 not 624.9999999999999)
+    x = nt.c * np.asarray(t, dtype=float) / 8.0
+    return np.vectorize(lambda v: float(f"{v:.12g}"))(x) if np.ndim(x) else float(f"{float(x):.12g}")
 
 
 def dp_times(batch_per_gpu, d_model, d_ff, node="DGX H100", cross_node: bool = True,

@@ -6,6 +6,18 @@ Units: SI everywhere (seconds, bytes, FLOPs, FLOPs/s, bytes/s).
 run JAX (``devices``, ``measure``, ``jax_model``, ...) are imported on first attribute access, and
 only they import jax.
 
+Packages by audience, imports pointing down only (``tests/test_layers.py`` enforces it):
+
+- the numpy core, top-level modules: catalogue (``hardware``), physics (``roofline``,
+  ``topology``, ``collectives``, ``chip_internals``), model arithmetic (``transformer``,
+  ``models``, ``memory``), strategies and their costs (``sharding``, ``strategy``,
+  ``pipeline``, ``step``, ``training``, ``inference``, ``gpu_parallel``, ``layouts``), ``hlo``
+  (reads HLO text), ``errors``, ``hooks``, ``units``;
+- the JAX side, ``scaling_lib.xla``: ``devices``, ``jax_compat``, ``jax_model``,
+  ``kv_decode``, ``measure``, ``profiling``, ``checks`` (the old top-level names are aliases);
+- presentation: ``plots``, ``widgets``, ``interactive``, ``diagrams``, ``book`` (glue);
+- grading: ``grading`` and the exercise registry.
+
 The book's letters and the library's identifiers (one name per idea across the whole book):
 
 =====  ==================  =========================================
@@ -40,7 +52,9 @@ from . import units, hardware, roofline  # noqa: E402  (pure numpy)
 
 _LAZY = {"plots", "widgets", "grading", "devices", "measure", "topology", "collectives",
          "sharding", "transformer", "models", "training", "inference", "profiling",
-         "jax_model", "jax_compat", "exercises", "interactive", "book", "diagrams"}
+         "jax_model", "jax_compat", "exercises", "interactive", "book", "diagrams",
+         "xla", "step", "strategy", "layouts", "memory", "pipeline", "errors", "hooks", "hlo",
+         "gpu_parallel", "chip_internals", "kv_decode"}
 
 
 def __getattr__(name):

@@ -490,12 +490,10 @@ def chip_from_device_kind(kind: str) -> Chip | None:
 
 
 def detect() -> Chip | None:
-    """The catalogue chip JAX runs on, or None on a CPU. Imports jax (call it after setup)."""
-    import jax
-    dev = jax.devices()[0]
-    if dev.platform == "cpu":
-        return None
-    return chip_from_device_kind(getattr(dev, "device_kind", ""))
+    """The catalogue chip JAX runs on, or None on a CPU. Runs in ``scaling_lib.xla`` (the JAX
+    side, loaded by ``devices.setup``): the catalogue itself never imports JAX."""
+    from . import hooks
+    return hooks.call("detect")
 
 
 def replace(chip, **changes) -> Chip:

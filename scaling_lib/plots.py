@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 __all__ = ["set_style", "cjk_font", "COLORS", "roofline_axes", "shade_regions", "overlay_points",
-           "bar_breakdown", "new_figure"]
+           "bar_breakdown", "new_figure", "draw_torus", "draw_fat_tree"]
 
 _CANDIDATES = ["Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "WenQuanYi Micro Hei",
                "SimHei", "Microsoft YaHei", "PingFang SC"]
@@ -152,3 +152,119 @@ def bar_breakdown(parts: dict, ax=None, unit: str = "ms", scale: float = 1e3, ti
         ax.set_title(title)
     ax.legend(ncol=min(4, len(parts)), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     return ax
+
+# ---- network drawings (the core's topology objects call these through scaling_lib.hooks) -----
+
+def _torus_coords(shape):
+    import itertools
+    return list(itertools.product(*(range(n) for n in shape)))
+
+
+def draw_torus(topo, ax=None, path=None, annotate: bool = True):
+    """Draw a 1D/2D slice: chips as squares, links as lines, wrap links dashed arcs.
+
+    ``path``: a list of coordinates to highlight (e.g. a shortest route). Returns the axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if len(topo.shape) > 2:
+        raise ValueError("draw() handles 1D and 2D slices; draw a 3D slice one plane at a time")
+    shape = topo.shape if len(topo.shape) == 2 else (topo.shape[0], 1)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.6 * shape[0] + 1.6, 0.6 * shape[1] + 1.2))
+    from matplotlib.collections import LineCollection
+    from matplotlib.path import Path
+    from matplotlib.patches import PathPatch
+
+    pos = lambda c: (c[0], -(c[1] if len(c) > 1 else 0))
+    straight, arcs = [], []
+    for (a, b), is_wrap in topo.links():
+        pa, pb = pos(a), pos(b)
+        if is_wrap:
+            # a quadratic Bezier bulging outwards from the grid
+            mx, my = (pa[0] + pb[0]) / 2, (pa[1] + pb[1]) / 2
+            bulge = 0.5 + 0.12 * (abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]))
+            ctrl = (mx, my + bulge) if pa[1] == pb[1] else (mx - bulge, my)
+            arcs.append(Path([pa, ctrl, pb], [Path.MOVETO, Path.CURVE3, Path.CURVE3]))
+        else:
+            straight.append([pa, pb])
+    ax.add_collection(LineCollection(straight, colors="0.45", linewidths=1.2, zorder=1))
+    if arcs:
+        ax.add_patch(PathPatch(Path.make_compound_path(*arcs), fc="none", ec=COLORS["comms"],
+                               ls="--", lw=1.0, alpha=0.8))
+    coords = _torus_coords(topo.shape)
+    xs = [pos(c)[0] for c in coords]
+    ys = [pos(c)[1] for c in coords]
+    ax.scatter(xs, ys, s=max(25, 160 * min(1.0, 4 / max(shape))), marker="s",
+               color=COLORS["compute"], zorder=3)
+    if path:
+        pts = [pos(topo._coord(c)) for c in path]
+        segs, bends = [], []
+        for pa, pb in zip(pts[:-1], pts[1:]):
+            if abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]) > 1:      # a wraparound hop
+                mx, my = (pa[0] + pb[0]) / 2, (pa[1] + pb[1]) / 2
+                bulge = 0.5 + 0.12 * (abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]))
+                ctrl = (mx, my + bulge) if pa[1] == pb[1] else (mx - bulge, my)
+                bends.append(Path([pa, ctrl, pb], [Path.MOVETO, Path.CURVE3, Path.CURVE3]))
+            else:
+                segs.append([pa, pb])
+        ax.add_collection(LineCollection(segs, colors=COLORS["memory"], linewidths=3, zorder=4))
+        if bends:
+            ax.add_patch(PathPatch(Path.make_compound_path(*bends), fc="none",
+                                   ec=COLORS["memory"], lw=3, zorder=4))
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    if annotate:
+        ax.set_title(topo.describe(), fontsize=9)
+    ax.margins(0.15)
+    return ax
+
+
+def draw_fat_tree(tree, ax=None, max_children: int = 8):
+    """Schematic of the tree: GPUs at the bottom, one row of units per level (capped width)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.2))
+    nlev = len(tree.levels)
+    # number of boxes per row, bottom row = GPUs (capped for readability)
+    counts = []
+    total = 1
+    for lv in reversed(tree.levels):
+        total *= min(lv.degree, max_children)
+        counts.append(total)
+    counts = list(reversed(counts))  # counts[0] = GPUs shown, ... counts[-1] = top children
+    rows = [counts[0]] + [counts[i + 1] if i + 1 < nlev else 1 for i in range(nlev)]
+    width = max(rows)
+    xs_prev = None
+    colors = [COLORS["compute"], COLORS["comms"], COLORS["yellow"], COLORS["accent"], COLORS["sky"]]
+    labels = ["GPU"] + [lv.name for lv in tree.levels]
+    for r, n in enumerate(rows):
+        xs = [(i + 0.5) * width / n for i in range(n)]
+        ax.scatter(xs, [r] * n, s=60 if r == 0 else 140, marker="s", color=colors[r % len(colors)],
+                   zorder=3, label=labels[r])
+        if xs_prev is not None:
+            k = len(xs_prev) // n
+            for j, x in enumerate(xs):
+                for c in xs_prev[j * k:(j + 1) * k]:
+                    ax.plot([c, x], [r - 1, r], color="0.6", lw=0.6, zorder=1)
+        xs_prev = xs
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(labels)
+    ax.set_xticks([])
+    ax.grid(False)
+    ax.set_title(tree.describe(), fontsize=9)
+    return ax
+
+
+def _register_drawings():
+    from . import hooks
+    hooks.provide("draw_torus", draw_torus)
+    hooks.provide("draw_fat_tree", draw_fat_tree)
+
+
+_register_drawings()

@@ -236,10 +236,10 @@ class ShardedArray:
         return tuple(None if not ax else (ax[0] if len(ax) == 1 else tuple(ax)) for ax in self.axes)
 
     def named_sharding(self, mesh):
-        """A ``jax.sharding.NamedSharding`` for a jax ``Mesh`` (imports jax)."""
-        from jax.sharding import NamedSharding, PartitionSpec
+        """A ``jax.sharding.NamedSharding`` for a jax ``Mesh`` (built in ``scaling_lib.xla``)."""
+        from . import hooks
         self.validate(mesh)
-        return NamedSharding(mesh, PartitionSpec(*self.partition_spec()))
+        return hooks.call("named_sharding", self, mesh)
 
 
 def _dim_str(dim: str, axes) -> str:
@@ -942,44 +942,10 @@ def expected_hlo(plan: MatmulPlan, platform: str = "cpu") -> dict:
 
 
 def compiled_collectives(plan: MatmulPlan, mesh, dtype=None) -> dict:
-    """Compile ``plan``'s matmul with ``jax.jit`` on a jax ``mesh`` and read its collectives.
-
-    The operands are ``device_put`` with the plan's input shardings and multiplied with
-    ``jnp.einsum(..., out_sharding=plan.out)`` (Explicit mesh axes), so XLA's SPMD partitioner
-    chooses the collectives. Returns ``{hlo kind: set of mesh axes}`` like ``expected_hlo``
-    (collective-permute pairs give the axes they cross). Needs ``plan.sizes``.
-    """
-    import numpy as np
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
-    from . import hlo
-
-    if plan.sizes is None:
-        raise ValueError("compiled_collectives needs a plan made with sizes={dim: size}")
-    letters = {}
-    for d in plan.a.dims + plan.b.dims:
-        letters.setdefault(d, "abcdefghijklmnopqrstuvw"[len(letters)])
-    ja, jb = plan.contracting
-    letters[jb] = letters[ja]
-    sub = ("".join(letters[d] for d in plan.a.dims) + "," + "".join(letters[d] for d in plan.b.dims)
-           + "->" + "".join(letters[d] for d in plan.out.dims))
-    dt = dtype or np.float32
-
-    def arr(s: ShardedArray):
-        shape = tuple(plan.sizes[d] for d in s.dims)
-        x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape) % 7
-        return jax.device_put(x.astype(dt), NamedSharding(mesh, P(*s.partition_spec())))
-
-    a, b = arr(plan.a), arr(plan.b)
-    spec = P(*plan.out.partition_spec())
-    with jax.set_mesh(mesh):
-        text = jax.jit(lambda x, y: jnp.einsum(sub, x, y, out_sharding=spec)).lower(a, b) \
-            .compile().as_text()
-    out: dict[str, set] = {}
-    for kind, axes in hlo.collective_axes(text, mesh):
-        out.setdefault(kind, set()).update(axes if kind != "collective-permute" else ())
-    return out
+    """Compile ``plan``'s matmul on a jax ``mesh`` and read its collectives, ``{hlo kind: set of
+    mesh axes}`` like ``expected_hlo``. Runs in ``scaling_lib.xla`` (``xla.checks``)."""
+    from . import hooks
+    return hooks.call("compiled_collectives", plan, mesh, dtype)
 
 
 def reshard_cost(src, dst, mesh, sizes, dtype="bf16", chip=None, wrap=True, topo=None) -> list:

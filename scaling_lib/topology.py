@@ -234,68 +234,11 @@ class Torus:
                 f"每跳延迟 {self.latency * 1e6:.3g} µs，直径 {self.max_hops()} 跳")
 
     def draw(self, ax=None, path=None, annotate: bool = True):
-        """Draw a 1D/2D slice: chips as squares, links as lines, wrap links dashed arcs.
-
-        ``path``: a list of coordinates to highlight (e.g. a shortest route). Returns the axes.
-        """
-        import matplotlib.pyplot as plt
-        from .plots import COLORS
-
-        if len(self.shape) > 2:
-            raise ValueError("draw() handles 1D and 2D slices; draw a 3D slice one plane at a time")
-        shape = self.shape if len(self.shape) == 2 else (self.shape[0], 1)
-        if ax is None:
-            _, ax = plt.subplots(figsize=(0.6 * shape[0] + 1.6, 0.6 * shape[1] + 1.2))
-        from matplotlib.collections import LineCollection
-        from matplotlib.path import Path
-        from matplotlib.patches import PathPatch
-
-        pos = lambda c: (c[0], -(c[1] if len(c) > 1 else 0))
-        straight, arcs = [], []
-        for (a, b), is_wrap in self.links():
-            pa, pb = pos(a), pos(b)
-            if is_wrap:
-                # a quadratic Bezier bulging outwards from the grid
-                mx, my = (pa[0] + pb[0]) / 2, (pa[1] + pb[1]) / 2
-                bulge = 0.5 + 0.12 * (abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]))
-                ctrl = (mx, my + bulge) if pa[1] == pb[1] else (mx - bulge, my)
-                arcs.append(Path([pa, ctrl, pb], [Path.MOVETO, Path.CURVE3, Path.CURVE3]))
-            else:
-                straight.append([pa, pb])
-        ax.add_collection(LineCollection(straight, colors="0.45", linewidths=1.2, zorder=1))
-        if arcs:
-            ax.add_patch(PathPatch(Path.make_compound_path(*arcs), fc="none", ec=COLORS["comms"],
-                                   ls="--", lw=1.0, alpha=0.8))
-        coords = _all_coords(self.shape)
-        xs = [pos(c)[0] for c in coords]
-        ys = [pos(c)[1] for c in coords]
-        ax.scatter(xs, ys, s=max(25, 160 * min(1.0, 4 / max(shape))), marker="s",
-                   color=COLORS["compute"], zorder=3)
-        if path:
-            pts = [pos(self._coord(c)) for c in path]
-            segs, bends = [], []
-            for pa, pb in zip(pts[:-1], pts[1:]):
-                if abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]) > 1:      # a wraparound hop
-                    mx, my = (pa[0] + pb[0]) / 2, (pa[1] + pb[1]) / 2
-                    bulge = 0.5 + 0.12 * (abs(pa[0] - pb[0]) + abs(pa[1] - pb[1]))
-                    ctrl = (mx, my + bulge) if pa[1] == pb[1] else (mx - bulge, my)
-                    bends.append(Path([pa, ctrl, pb], [Path.MOVETO, Path.CURVE3, Path.CURVE3]))
-                else:
-                    segs.append([pa, pb])
-            ax.add_collection(LineCollection(segs, colors=COLORS["memory"], linewidths=3, zorder=4))
-            if bends:
-                ax.add_patch(PathPatch(Path.make_compound_path(*bends), fc="none",
-                                       ec=COLORS["memory"], lw=3, zorder=4))
-        ax.set_aspect("equal")
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.grid(False)
-        for s in ax.spines.values():
-            s.set_visible(False)
-        if annotate:
-            ax.set_title(self.describe(), fontsize=9)
-        ax.margins(0.15)
-        return ax
+        """Draw a 1D/2D slice: chips as squares, links as lines, wrap links dashed arcs;
+        ``path`` highlights a route. Drawn by the presentation layer (``plots.draw_torus``,
+        loaded with ``scaling_lib.plots``); returns the axes."""
+        from . import hooks
+        return hooks.call("draw_torus", self, ax=ax, path=path, annotate=annotate)
 
 
 def _all_coords(shape):
@@ -584,41 +527,10 @@ class FatTree:
         return f"{self.describe()}：{self.num_chips} 个 GPU；{rows}"
 
     def draw(self, ax=None, max_children: int = 8):
-        """Schematic of the tree: GPUs at the bottom, one row of units per level (capped width)."""
-        import matplotlib.pyplot as plt
-        from .plots import COLORS
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 3.2))
-        nlev = len(self.levels)
-        # number of boxes per row, bottom row = GPUs (capped for readability)
-        counts = []
-        total = 1
-        for lv in reversed(self.levels):
-            total *= min(lv.degree, max_children)
-            counts.append(total)
-        counts = list(reversed(counts))  # counts[0] = GPUs shown, ... counts[-1] = top children
-        rows = [counts[0]] + [counts[i + 1] if i + 1 < nlev else 1 for i in range(nlev)]
-        width = max(rows)
-        xs_prev = None
-        colors = [COLORS["compute"], COLORS["comms"], COLORS["yellow"], COLORS["accent"], COLORS["sky"]]
-        labels = ["GPU"] + [lv.name for lv in self.levels]
-        for r, n in enumerate(rows):
-            xs = [(i + 0.5) * width / n for i in range(n)]
-            ax.scatter(xs, [r] * n, s=60 if r == 0 else 140, marker="s", color=colors[r % len(colors)],
-                       zorder=3, label=labels[r])
-            if xs_prev is not None:
-                k = len(xs_prev) // n
-                for j, x in enumerate(xs):
-                    for c in xs_prev[j * k:(j + 1) * k]:
-                        ax.plot([c, x], [r - 1, r], color="0.6", lw=0.6, zorder=1)
-            xs_prev = xs
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels(labels)
-        ax.set_xticks([])
-        ax.grid(False)
-        ax.set_title(self.describe(), fontsize=9)
-        return ax
+        """Schematic of the tree (GPUs at the bottom, one row of units per level), drawn by the
+        presentation layer (``plots.draw_fat_tree``); returns the axes."""
+        from . import hooks
+        return hooks.call("draw_fat_tree", self, ax=ax, max_children=max_children)
 
 
 @dataclass(frozen=True)

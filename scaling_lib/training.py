@@ -658,96 +658,14 @@ PROOF_AXIS_NAMES = MappingProxyType({"data": "X", "fsdp": "X", "tensor": "Y", "e
                                      "context": "C", "pipe": "Z"})
 
 
-def _param_specs(kind: str, params):
-    """PartitionSpecs of the jax_model params for each strategy, from its sharding table."""
-    from jax.sharding import PartitionSpec as P
-    specs = _strategy.partition_specs(PROOF_STRATEGIES[kind], params, PROOF_AXIS_NAMES)
-
-    def conv(v):
-        return {k: conv(x) for k, x in v.items()} if isinstance(v, dict) else P(*v)
-    return {k: conv(v) for k, v in specs.items()}
-def _drop_axis(spec, axis):
-    from jax.sharding import PartitionSpec as P
-    return P(*[None if a == axis else a for a in spec])
-
-
 def sharded_step_check(kinds=STRATEGY_KINDS, cfg=None, batch: int = 16, seq_len: int = 8,
                        seed: int = 0, fast_compile: bool = True) -> list:
-    """One training step (loss and gradients) of a small jax_model transformer under each
-    strategy on an 8-device mesh, compared with the unsharded step.
-
-    DP: weights replicated, batch split over X. FSDP: weights also split over X and gathered
-    (a sharding constraint that drops X) just before use. TP: Megatron layout over Y (heads and
-    d_ff split). FSDP+TP: both, on a 4×2 mesh. Returns one dict per strategy with the loss,
-    the reference loss, the largest gradient difference, the collectives XLA inserted (from
-    the compiled HLO), whether they satisfy ``expected_collectives``, and the input bytes each
-    device holds (``compiled.memory_analysis()``) beside the unsharded parameter bytes.
-    ``fast_compile`` turns off XLA's backend optimisations (the SPMD partitioner, which inserts
-    the collectives, runs either way).
-    """
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
-    from . import devices, jax_model
-
-    kinds = tuple(kinds)
-    for k in kinds:
-        if k not in STRATEGY_KINDS:
-            raise ValueError(f"unknown strategy kind {k!r}; allowed: {', '.join(STRATEGY_KINDS)}")
-    cfg = cfg or _toy_config()
-    _pos_int("batch", batch)
-    _pos_int("seq_len", seq_len, 2)
-    if batch % 8:
-        raise ValueError(f"batch ({batch}) must divide over 8 devices")
-    opts = {"xla_backend_optimization_level": 0} if fast_compile else {}
-    params = jax_model.init_params(cfg, jax.random.key(seed))
-    tokens = jax.random.randint(jax.random.key(seed + 1), (batch, seq_len), 0, cfg.vocab)
-    vg = jax.value_and_grad(lambda p, t: jax_model.loss_fn(p, t, cfg))
-    n_weights = sum(1 for k in params["layers"] if not k.endswith("norm")) + 1 + ("unembed" in params)
-    is_spec = lambda s: isinstance(s, P)  # noqa: E731
-    # trace and lower everything first (cheap, main thread), then compile in parallel threads
-    jobs = [("ref", jax.jit(vg).lower(params, tokens), None, None, None)]
-    for kind in kinds:
-        shape, names = PROOF_MESHES[kind]
-        mesh = devices.mesh(shape, names, prefer="cpu", explicit=False)
-        specs = _param_specs(kind, params)
-        p_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=is_spec)
-        t_sh = NamedSharding(mesh, P("X") if "X" in names else P())
-        gather = jax.tree.map(lambda s: NamedSharding(mesh, _drop_axis(s, "X")), specs, is_leaf=is_spec)
-
-        def loss(p, t, _kind=kind, _gather=gather):
-            if _kind in ("fsdp", "fsdp_tp"):   # FSDP: AllGather the weights just before use
-                p = jax.lax.with_sharding_constraint(p, _gather)
-            return jax_model.loss_fn(p, t, cfg)
-
-        step = jax.jit(jax.value_and_grad(loss), in_shardings=(p_sh, t_sh),
-                       out_shardings=(NamedSharding(mesh, P()), p_sh))
-        jobs.append((kind, step.lower(params, tokens), p_sh, t_sh, dict(zip(names, shape))))
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        compiled = list(pool.map(lambda j: j[1].compile(compiler_options=opts), jobs))
-    ref_loss, ref_grads = compiled[0](params, tokens)
-    scale = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(ref_grads))
-    out = []
-    for (kind, _, p_sh, t_sh, mesh_dict), comp in zip(jobs[1:], compiled[1:]):
-        l, g = comp(jax.device_put(params, p_sh), jax.device_put(tokens, t_sh))
-        err = max(float(jnp.max(jnp.abs(a - b)))
-                  for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_grads)))
-        found = count_collectives(comp.as_text())
-        try:    # bytes of the inputs (params + tokens) that each device holds
-            arg_bytes = int(comp.memory_analysis().argument_size_in_bytes)
-        except Exception:  # memory_analysis is not available on every backend
-            arg_bytes = None
-        exp = expected_collectives(kind, n_weights if kind in ("fsdp", "fsdp_tp") else None)
-        ok = all((found.get(c, 0) >= lo) and (hi is None or found.get(c, 0) <= hi)
-                 for c, (lo, hi) in exp.items())
-        out.append({"kind": kind, "mesh": mesh_dict, "loss": float(l),
-                    "ref_loss": float(ref_loss), "max_grad_err": err, "grad_scale": scale,
-                    "collectives": found, "expected": exp, "hlo_ok": bool(ok),
-                    "arg_bytes_per_device": arg_bytes,
-                    "param_bytes": int(sum(x.size * x.dtype.itemsize
-                                           for x in jax.tree.leaves(params)))})
-    return out
+    """One training step of a small jax_model transformer under each strategy of
+    ``PROOF_STRATEGIES`` on an 8-device mesh, compared with the unsharded step, with the
+    collectives XLA inserted checked against ``expected_collectives`` (sec-05-proof). Runs in
+    ``scaling_lib.xla`` (``xla.checks.sharded_step_check``); this module never imports JAX."""
+    from . import hooks
+    return hooks.call("sharded_step_check", kinds, cfg, batch, seq_len, seed, fast_compile)
 
 
 # ---- interleaved pipeline schedule (drawn by diagrams.pipeline_figure) ------------------------

@@ -324,7 +324,7 @@ def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1
     """ICI time per decode step for 1-D model parallelism over ``n_chips``: per layer two
     AllReduces (attention and MLP outputs) of a [B, D] activation, each = ReduceScatter +
     AllGather, priced by ``collectives.collective_time`` on the slice's torus: each costs
-    max(latency floor t_hop·hops, bytes/(n_axes·W_ici)). Book: sec-07-latency-bound. Returns
+    max(latency floor t_hop·hops, bytes/(n_axes·W_ici)). Book: sec-07-sharding. Returns
     seconds per step (0 on one chip)."""
     m = served_model(model)
     if not m.d_model or not m.n_layers:

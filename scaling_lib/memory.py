@@ -2,8 +2,8 @@
 per device, under ZeRO sharding and rematerialisation.
 
 Units: bytes (elements × bytes per element). Book: sec-04-remat (chapter 4's accountant, c ≈
-20 / 7 / 1 saved B·T·D arrays per layer), sec-05-memory (chapter 5's saved (F, F, D) and chapter
-6's four D-sized saves), sec-05-zero (ZeRO stages 1–3), sec-05-planner (the planner's widths).
+20 / 7 / 1 saved B·T·D arrays per layer), sec-05-fsdp (chapter 5's saved (F, F, D) and chapter
+6's four D-sized saves), sec-05-fsdp (ZeRO stages 1–3), sec-05-planner (the planner's widths).
 
 Every memory number of the library comes from here; the chapters' simpler accountings are named
 options of the same functions:

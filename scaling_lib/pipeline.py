@@ -1,6 +1,6 @@
 """Pipeline schedules: bubbles, activations in flight and parameter copies, uneven stages.
 
-Units: fractions, microbatch counts, layers. Book: sec-05-pp (GPipe and 1F1B, eq-05-bubble),
+Units: fractions, microbatch counts, layers. Book: sec-05-pipeline (GPipe and 1F1B, eq-05-bubble),
 extended with the schedules real runs use: interleaved 1F1B (Megatron-LM, Narayanan et al.
 2021), zero-bubble ZB-H1 (Qi et al. 2023) and DualPipe (DeepSeek-V3 report, Table 2).
 

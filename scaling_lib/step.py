@@ -192,77 +192,89 @@ def step_arrays(model, system, batch_tokens, seq_len, deg: dict, mb, remat, zero
     comm_bytes = np.zeros_like(N)
     z3 = zero == 3
 
-    def charge(cat, pass_i, kind, V, group, inner, **kw):
+    # A collective's time is linear in its bytes, and its rate (seconds per byte) depends only
+    # on the degree tuple: price each distinct tuple once, then scale by every candidate's bytes.
+    key = np.zeros(N.shape, dtype=np.int64)
+    for a in MESH_AXES:                       # mixed-radix key of the tuple (1-D unique is fast)
+        vals, idx = np.unique(np.broadcast_to(deg[a], N.shape), return_inverse=True)
+        key = key * (len(vals) + 1) + idx.ravel()
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    udeg = {a: np.broadcast_to(deg[a], N.shape)[first] for a in MESH_AXES}
+    udm = first
+    rate_cache: dict = {}
+
+    def rates(kind, axes, **kw):
+        key = (kind, axes, tuple(sorted(kw.items())))
+        if key not in rate_cache:
+            g = np.ones(len(udm))
+            for a in axes:
+                g = g * udeg[a]
+            up, out = collectives.group_time(kind, 1.0, system, g, _inner_of(axes, order, udeg),
+                                             convention=convention, tiers=True, **kw)
+            rate_cache[key] = (np.asarray(up)[inv], np.asarray(out)[inv], (g > 1)[inv])
+        return rate_cache[key]
+
+    def charge(cat, pass_i, kind, V, axes, **kw):
         nonlocal comm_bytes
-        up, out = collectives.group_time(kind, V, system, group, inner, convention=convention,
-                                         tiers=True, **kw)
+        up_r, out_r, on = rates(kind, axes, **kw)
+        up, out = V * up_r, V * out_r
         if tpu:
             cats[cat][pass_i] = cats[cat][pass_i] + up
             cats["dcn"][pass_i] = cats["dcn"][pass_i] + out
         else:
             cats[cat][pass_i] = cats[cat][pass_i] + np.maximum(up, out)
-        comm_bytes = comm_bytes + np.where(group > 1, V * (2 if kind == "all_reduce" else 1), 0.0)
+        comm_bytes = comm_bytes + np.where(on, V * (2 if kind == "all_reduce" else 1), 0.0)
 
     for pattern_zero3, mask in ((True, z3), (False, ~z3)):
         if not np.any(mask):
             continue
         groups: dict = {}
         for it in layer_comms(3 if pattern_zero3 else 1, sp):
-            by = _per_device_bytes(it.array, sizes, deg, param_bytes if it.operand in
+            by = _per_device_bytes(it.array, sizes, udeg, param_bytes if it.operand in
                                    ("weight", "grad", "update") else act_b)
-            if it.factor_axes:
-                for a in it.factor_axes:
-                    by = by * deg[a]
-            if it.operand == "weight":
-                by = by * mb                         # re-gathered every microbatch
+            for a in it.factor_axes:
+                by = by * udeg[a]
             key = (it.pass_, it.kind, it.axes, it.operand)
             groups[key] = groups.get(key, 0.0) + by
         for (pass_, kind, axes, operand), V in groups.items():
-            group = np.ones_like(N)
-            for a in axes:
-                group = group * deg[a]
-            inner = _inner_of(axes, order, deg)
+            Vf = np.asarray(V, dtype=float)[inv] * L_s
+            if operand == "weight":
+                Vf = Vf * mb                         # re-gathered every microbatch
             cat = ("tp" if "tensor" in axes else "dp" if operand == "grad" and "fsdp" not in axes
                    else "fsdp")
-            charge(cat, 0 if pass_ == "fwd" else 1, kind, np.where(mask, V * L_s, 0.0), group,
-                   inner)
+            charge(cat, 0 if pass_ == "fwd" else 1, kind, np.where(mask, Vf, 0.0), axes)
     # ---- experts: AllToAll dispatch + combine per MoE layer, expert weights over fsdp ----
     if moe:
         L_moe = L_s * sh.moe_frac
         tok = b / (tp if sp else 1) / cp
         disp_b = dtype_bytes("fp8") if precision == "fp8" else act_b
         V_disp = ep * tok * sh.k * sh.D                 # dispatched array over the expert group
-        inner_ep = _inner_of(("expert",), order, deg)
         for pass_i in (0, 1):
             for bpe in ((disp_b, act_b) if pass_i == 0 else (act_b, act_b)):
-                charge("ep", pass_i, "all_to_all", V_disp * bpe * L_moe, ep, inner_ep,
+                charge("ep", pass_i, "all_to_all", V_disp * bpe * L_moe, ("expert",),
                        top_k=sh.k, node_limit=ep_node_limit)
         we = 2.0 * sh.expert_params_layer / (ep * tp) * (param_bytes / 2.0)
-        inner_fs = _inner_of(("fsdp",), order, deg)
-        charge("fsdp", 0, "all_gather", np.where(z3, mb * we * L_s, 0.0), fsdp, inner_fs)
-        charge("fsdp", 1, "all_gather", np.where(z3, mb * we * L_s, 0.0), fsdp, inner_fs)
-        charge("fsdp", 1, "reduce_scatter", we * L_s, fsdp, inner_fs)
-        charge("fsdp", 1, "all_gather", np.where(z3, 0.0, we * L_s), fsdp, inner_fs)
-        rest = dp * cp
-        charge("dp", 1, "all_reduce", we * L_s / fsdp, rest,
-               _inner_of(("data", "context"), order, deg))
+        charge("fsdp", 0, "all_gather", np.where(z3, mb * we * L_s, 0.0), ("fsdp",))
+        charge("fsdp", 1, "all_gather", np.where(z3, mb * we * L_s, 0.0), ("fsdp",))
+        charge("fsdp", 1, "reduce_scatter", we * L_s, ("fsdp",))
+        charge("fsdp", 1, "all_gather", np.where(z3, 0.0, we * L_s), ("fsdp",))
+        charge("dp", 1, "all_reduce", we * L_s / fsdp, ("data", "context"))
     # ---- context parallelism: attention over a sharded sequence ----
     if np.any(cp > 1):
         kvh = np.maximum(sh.K / tp, 1.0)                # KV heads per tensor rank
         kv = 2.0 * (B / ways) * kvh * sh.H * act_b      # K and V of the whole sequence, one layer
-        inner_cp = _inner_of(("context",), order, deg)
         if cp_kind == "allgather":
-            charge("cp", 0, "all_gather", kv * L_s, cp, inner_cp)
-            charge("cp", 1, "reduce_scatter", kv * L_s, cp, inner_cp)
+            charge("cp", 0, "all_gather", kv * L_s, ("context",))
+            charge("cp", 1, "reduce_scatter", kv * L_s, ("context",))
         else:                                            # ring: cp−1 hops of one KV chunk
             hops = np.maximum(cp - 1, 0)
-            charge("cp", 0, "permute", hops * kv / cp * L_s, cp, inner_cp)
-            charge("cp", 1, "permute", 2 * hops * kv / cp * L_s, cp, inner_cp)
+            charge("cp", 0, "permute", hops * kv / cp * L_s, ("context",))
+            charge("cp", 1, "permute", 2 * hops * kv / cp * L_s, ("context",))
     # ---- pipeline: activations one stage forward, gradients one back ----
     pp_bytes = 2.0 * b * sh.D / (tp if sp else 1) / cp
-    inner_pp = _inner_of(("pipe",), order, deg)
     for pass_i in (0, 1):
-        charge("pp", pass_i, "permute", np.where(pp > 1, pp_bytes, 0.0), pp, inner_pp)
+        charge("pp", pass_i, "permute", np.where(pp > 1, pp_bytes, 0.0), ("pipe",))
     # ---- combine per pass ----
     order_c = ["tp", "cp", "fsdp", "pp", "ep", "dp", "dcn"]
     comm_f = [cats[c][0] for c in order_c]

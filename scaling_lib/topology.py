@@ -577,9 +577,10 @@ def dgx_h100_superpod(sharp: bool = False, rail_optimized: bool = False, gpu="H1
     NVSwitches of 64×25 GB/s) → leaf/SU(32 nodes, 400 GB/s per node, 8 IB switches of 64×50 GB/s)
     → spine(4 SUs, 12.8 TB/s per SU, 16 IB switches)."""
     g = hardware.get(gpu)
-    nic = g.dcn_bw_1way or 5e10
-    node = TreeLevel("节点", 8, g.nvlink_bw_1way, switches=g.nvswitches_per_node or 4,
-                     port_bw=g.nvlink_link_bw_1way or 2.5e10)
+    nic = hardware.require(g, "dcn_bw_1way")          # no silent substitute (issue 16)
+    node = TreeLevel("节点", 8, hardware.require(g, "nvlink_bw_1way"),
+                     switches=hardware.require(g, "nvswitches_per_node"),
+                     port_bw=hardware.require(g, "nvlink_link_bw_1way"))
     leaf = TreeLevel("叶（SU）", 32, 8 * nic, switches=8, port_bw=5e10)
     spine = TreeLevel("脊", 4, 32 * 8 * nic, switches=16, port_bw=5e10)
     return FatTree((node, leaf, spine), gpu=g, sharp=sharp, rail_optimized=rail_optimized,

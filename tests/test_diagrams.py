@@ -250,8 +250,8 @@ def test_show_source_reads_the_library():
     assert b.code == inspect.getsource(profiling.expected_op_time).rstrip()
     html = b._repr_html_()
     assert html.startswith('<details class="sl-source"') and "<summary" in html and " open" not in html.split(">")[0]
-    assert "expected_op_time" in html and "scaling_lib/profiling.py" in html
-    assert repr(b) == "看代码：一个算子的 Roofline 时间（scaling_lib/profiling.py）"
+    assert "expected_op_time" in html and "scaling_lib/xla/profiling.py" in html   # moved to the JAX side (issue 16)
+    assert repr(b) == "看代码：一个算子的 Roofline 时间（scaling_lib/xla/profiling.py）"
     assert show_source(profiling.expected_op_time, open=True)._repr_html_().startswith('<details class="sl-source" open')
     p = show_source(profiling.CompileReport.memory_bytes)
     assert p.code.startswith("@property\ndef memory_bytes")          # dedented method

@@ -180,7 +180,7 @@ def compare(key) -> dict:
     lay = get(key)
     r = lay.evaluate()
     pub_t = lay.published_step_time(r.model_flops)
-    c = hardware.peak_flops(lay.system.chip)
+    c = hardware.peak_flops(lay.system.chip, lay.strategy.precision)
     return {"layout": lay.key, "title": lay.title, "strategy": str(lay.strategy),
             "system": str(lay.system), "step_time": r.step_time, "published_step_time": pub_t,
             "efficiency": r.step_time / pub_t, "mfu_bound": r.mfu,

@@ -364,9 +364,10 @@ class StepResult:
 
     @property
     def mfu(self) -> float:
-        """Model FLOPs utilisation the step could reach, against the bf16 peak (as papers
-        report it): model FLOPs / (N C_bf16 step_time)."""
-        C = hardware.peak_flops(self.cluster.chip)
+        """Model FLOPs utilisation the step could reach: model FLOPs / (N C step_time), with C
+        the peak of the strategy's matmul precision (bf16 for every chapter's run; FP8's peak
+        for an FP8 run such as DeepSeek-V3's)."""
+        C = hardware.peak_flops(self.cluster.chip, self.strategy.precision)
         return self.model_flops / (self.cluster.n_chips * C * self.step_time)
 
     @property

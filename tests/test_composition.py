@@ -257,6 +257,7 @@ def test_published_layouts_evaluate_and_are_in_the_planners_space(key):
     assert c["bottleneck"] in step.BOTTLENECKS
     assert 0 <= c["bubble"] < 0.5
     assert 0.2 < c["efficiency"] <= 1.0, "a bound must not be slower than the published run"
+    assert 0 < c["published_mfu"] < c["mfu_bound"] <= 1.0 + 1e-9
     assert lay.source and lay.assumptions
     found = layouts.plan_contains(key)
     assert found["rank"] is not None, f"{key} is not in the planner's space"

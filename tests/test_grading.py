@@ -113,12 +113,23 @@ def test_bits_vs_bytes():
     for wrong in (240 * 8, 240 / 8):
         m = msg(NUM, wrong)
         assert m.startswith("❌ 差了 8 倍") and "比特" in m and "字节" in m
+    # a factor of 8 in a time or a count is not bits vs bytes (8 chips, 8 shards, E/k = 8)
+    for ex in (SEC, Exercise("98.23", "n", "number", lambda: 872.0, unit="token/s")):
+        e = ex.reference()
+        m = msg(ex, e / 8)
+        assert m.startswith("❌ 差了 8 倍") and "比特" not in m
 
 
 def test_forward_vs_forward_backward():
-    lo, hi = msg(NUM, 80.0), msg(NUM, 720.0)
+    train = Exercise("98.21", "x", "number", lambda: 240.0, unit="FLOPs", context="training")
+    lo, hi = msg(train, 80.0), msg(train, 720.0)
     assert lo.startswith("❌ 差了 3 倍左右（你的结果偏小）") and "前向和反向" in lo
     assert hi.startswith("❌ 差了 3 倍左右（你的结果偏大）") and "反向" in hi
+    # no backward pass in an inference question, and no guess where the context is not known
+    infer = Exercise("98.22", "x", "number", lambda: 240.0, unit="秒", context="inference")
+    for ex in (infer, NUM):
+        m = msg(ex, 80.0)
+        assert m.startswith("❌ 差了 3 倍左右（你的结果偏小）") and "反向" not in m and "前向" not in m
 
 
 def test_factor_four_and_sign():

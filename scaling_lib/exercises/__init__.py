@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Exercise", "Param", "KINDS", "registry", "get", "for_chapter", "chapter_params",
+__all__ = ["Exercise", "Param", "Slip", "Alt", "KINDS", "registry", "get", "for_chapter", "chapter_params",
            "draw", "normalise_student", "number_text"]
 
 KINDS = ("number", "numbers", "choice", "function")
@@ -102,6 +102,47 @@ def draw(params: dict, secret: bytes, student: str, chapter: int) -> dict:
 
 
 @dataclass(frozen=True)
+class Slip:
+    """A specific wrong method and the answer it gives, declared next to the expected value.
+
+    says:   the feedback, in Chinese, naming the slip ("你把两个嵌入矩阵漏掉了：……").
+    answer: what the slip produces: a callable taking the exercise's parameters as keyword
+            arguments (none for an exercise without ``params``) and returning a number or a list
+            of the expected form; for a "function" exercise, a wrong function with the reference
+            function's signature. A plain number or list is accepted too.
+
+    ``check()`` names the slip when the reader's answer is within the slip's window of this value
+    (``Exercise.slip_rtol``); tests/test_exercises.py asserts, for every exercise, that every slip
+    fails the check and is recognised.
+    """
+
+    says: str
+    answer: Any
+
+    def __post_init__(self):
+        if not isinstance(self.says, str) or not self.says.strip():
+            raise ValueError("Slip.says must be a non-empty Chinese sentence")
+
+    def value(self, kw: dict):
+        return self.answer(**kw) if callable(self.answer) else self.answer
+
+
+@dataclass(frozen=True)
+class Alt:
+    """Another answer that is right (a convention the question leaves open, the book's older
+    number, the power-of-two degree the chapter recommends), with the sentence shown after ✅."""
+
+    answer: Any
+    says: str = ""
+
+    def value(self, kw: dict):
+        return self.answer(**kw) if callable(self.answer) else self.answer
+
+
+CONTEXTS = ("", "training", "inference")
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One autograded question.
 
@@ -126,6 +167,20 @@ class Exercise:
     params:    {name: Param}: numbers of the statement that differ per student (not for
                "function" exercises, whose inputs the grader draws anyway). ``expected`` then
                takes these names as keyword arguments, and so may callables in ``accept``.
+    slips:     ``Slip``s: the likely wrong methods and the answers they give; ``check()`` names
+               the one an answer matches. Every slip must fail the tolerance (a test asserts it).
+    why:       for "choice": {wrong letter: feedback} (a string, or a callable taking the
+               parameters); every wrong letter has its own (a test asserts it).
+    edge_cases: for "function": inputs the question states (n_fsdp = 1, small N ...), always
+               tried first, before the ``n_samples`` drawn ones.
+    labels:    names of the entries of a list answer or of a function's list result, used in
+               feedback ("第 2 个数（T_comms）").
+    context:   "training", "inference" or "" (neutral): which generic hints can be true
+               (no backward-pass hint on an inference question). Default: chapters 5-6
+               training, 7-8 inference, others neutral.
+    bytes_like: True if the quantities are bits/bytes (a factor of 8 may be bits vs bytes).
+               Default: the unit names bytes or bits.
+    slip_rtol: the window in which an answer is recognised as a slip (default max(rtol, 2%)).
     """
 
     id: str
@@ -143,6 +198,13 @@ class Exercise:
     explain: Any = ""
     choices: tuple = field(default=())
     params: dict = field(default_factory=dict)
+    slips: tuple = ()
+    why: dict = field(default_factory=dict)
+    edge_cases: tuple = ()
+    labels: tuple = ()
+    context: str | None = None
+    bytes_like: bool | None = None
+    slip_rtol: float | None = None
 
     def __hash__(self):
         return hash(self.id)
@@ -167,6 +229,22 @@ class Exercise:
         if self.params and self.kind == "function":
             raise ValueError(f"exercise {self.id}: a function exercise cannot declare params "
                              "(the grader draws its inputs)")
+        if not isinstance(self.slips, tuple) or not all(isinstance(x, Slip) for x in self.slips):
+            raise ValueError(f"exercise {self.id}: slips must be a tuple of Slip")
+        if not isinstance(self.why, dict) or not all(
+                isinstance(k, str) and (isinstance(v, str) or callable(v)) for k, v in self.why.items()):
+            raise ValueError(f"exercise {self.id}: why must be a dict of letter -> feedback")
+        if self.why and self.kind != "choice":
+            raise ValueError(f"exercise {self.id}: why is for choice exercises")
+        if self.choices and any(k not in self.choices for k in self.why):
+            raise ValueError(f"exercise {self.id}: why has letters that are not choices: "
+                             f"{sorted(set(self.why) - set(self.choices))}")
+        if self.edge_cases and (self.kind != "function" or not all(isinstance(d, dict) for d in self.edge_cases)):
+            raise ValueError(f"exercise {self.id}: edge_cases are keyword-argument dicts of a function exercise")
+        if self.context is not None and self.context not in CONTEXTS:
+            raise ValueError(f"exercise {self.id}: context must be one of {CONTEXTS}, got {self.context!r}")
+        if self.slip_rtol is not None and self.slip_rtol < 0:
+            raise ValueError(f"exercise {self.id}: slip_rtol must be >= 0")
 
     @property
     def chapter(self) -> int:
@@ -187,8 +265,49 @@ class Exercise:
 
     def accepted(self, values: dict | None = None) -> list:
         """The other accepted answers (callables in ``accept`` get the parameter values)."""
+        return [v for v, _ in self.alternatives(values)]
+
+    def alternatives(self, values: dict | None = None) -> list:
+        """[(answer, sentence shown after ✅)] for the other accepted answers."""
         kw = self.values(values)
-        return [a(**kw) if callable(a) else a for a in self.accept]
+        out = []
+        for a in self.accept:
+            if isinstance(a, Alt):
+                out.append((a.value(kw), a.says))
+            else:
+                out.append((a(**kw) if callable(a) else a, ""))
+        return out
+
+    def slip_answers(self, values: dict | None = None) -> list:
+        """[(Slip, the answer it gives for these parameter values)]."""
+        kw = {} if self.kind == "function" else self.values(values)
+        return [(s, s.answer if self.kind == "function" else s.value(kw)) for s in self.slips]
+
+    def why_text(self, letter: str, values: dict | None = None) -> str | None:
+        """The feedback for a wrong choice ``letter`` (None if the exercise has none)."""
+        w = self.why.get(letter)
+        if w is None:
+            return None
+        return w(**self.values(values)) if callable(w) else w
+
+    @property
+    def ctx(self) -> str:
+        """The context that decides which generic hints can be true."""
+        if self.context is not None:
+            return self.context
+        return {5: "training", 6: "training", 7: "inference", 8: "inference"}.get(self.chapter, "")
+
+    @property
+    def is_bytes(self) -> bool:
+        if self.bytes_like is not None:
+            return self.bytes_like
+        u = self.unit
+        return any(w in u for w in ("字节", "byte", "比特", "bit", "B/s", "GB", "MB", "kB", "KB", "TB",
+                                    "GiB", "MiB"))
+
+    @property
+    def slip_window(self) -> float:
+        return self.slip_rtol if self.slip_rtol is not None else max(self.rtol, 0.02)
 
     def explanation(self, values: dict | None = None) -> str:
         """``explain`` for these parameter values: a callable gets them as keyword arguments; a

@@ -197,9 +197,10 @@ def default_seed(ex) -> int:
 
 
 def sample_inputs(ex, seed: int) -> list[dict]:
-    """``n_samples`` keyword-argument dicts for a function exercise, as plain Python data."""
+    """The exercise's ``edge_cases`` (the inputs its question states), then ``n_samples``
+    keyword-argument dicts drawn by its sampler, as plain Python data."""
     rng = np.random.default_rng(seed)
-    out = []
+    out = [{str(k): _plain(v) for k, v in kw.items()} for kw in ex.edge_cases]
     for _ in range(ex.n_samples):
         kw = ex.sampler(rng)
         if not isinstance(kw, dict):
@@ -220,6 +221,14 @@ def _plain(v):
 def _ok(ex, extra: str = "", values: dict | None = None) -> CheckResult:
     msg = "✅ 对了。" + extra + (ex.explanation(values) or "")
     return CheckResult(ex.id, True, msg.strip())
+
+
+def _ok_alt(ex, note: str, values: dict | None = None) -> CheckResult:
+    """✅ for a declared valid alternative: its sentence first (why it is right too)."""
+    note = note.strip()
+    if note and not note.endswith(("。", "！", "？", ".")):
+        note += "。"
+    return _ok(ex, note, values)
 
 
 def _fail(ex, msg: str) -> CheckResult:
@@ -405,8 +414,15 @@ def _is_time_unit(unit: str) -> bool:
     return u in ("秒", "s", "sec", "seconds") or u.endswith("秒") and "毫" not in u and "微" not in u
 
 
+def _dimensionless(ex) -> bool:
+    u = ex.unit.strip()
+    return u in ("", "倍") or any(w in u for w in ("比", "比例", "占比", "份额", "分数", "效率", "利用率", "MFU"))
+
+
 def _ratio_hint(ex, a: float, e: float) -> str:
-    """The hint for answer/expected = a/e, or ''. Exercise hints first, then the usual slips."""
+    """The hint for answer/expected = a/e, or ''. Exercise hints first, then generic ones that
+    can only say true things: a factor named only where the exercise's quantities allow it
+    (bits vs bytes only for byte/bit quantities, forward vs backward only in training)."""
     if e == 0 or a == 0 or not (math.isfinite(a) and math.isfinite(e)):
         return ""
     same_sign = (a > 0) == (e > 0)
@@ -423,19 +439,30 @@ def _ratio_hint(ex, a: float, e: float) -> str:
     r_big = lr > 0
     big = "偏大" if r_big else "偏小"
     alr = abs(lr)  # ln of the factor, >= 0
-    r = math.inf if lr > 700 else math.exp(lr)
+    if _dimensionless(ex):
+        le = math.log(abs(e))
+        if abs(le) > math.log(1.25) and abs(lr + 2 * le) <= math.log(_RATIO_TOL):
+            return "❌ 你的结果像是正确值的倒数：比值的分子和分母是不是颠倒了？"
+        if 0 < e < 1 and abs(a - (1 - e)) <= 0.02 * max(e, 1 - e) and abs(e - 0.5) > 0.05:
+            return "❌ 你的结果像是 1 减去正确值：省下的部分和剩下的部分（或两个互补的份额）是不是弄反了？"
+        if 0 < e <= 1.5 and _near(lr, 100.0):
+            return "❌ 你的结果像是百分数：这里要小数（例如 0.25，而不是 25）。"
     if _near(alr, 2):
         return (f"❌ 差了正好 2 倍（你的结果{big}）。看看是不是多乘或漏乘了一个 2："
                 "一次乘加是 2 个 FLOP，bf16 每个数占 2 字节，链路带宽有单向和双向之分。")
     if _near(alr, 3):
-        if not r_big:
-            return ("❌ 差了 3 倍左右（你的结果偏小）。训练要算前向和反向，合计约为前向的 3 倍，"
-                    "只算前向就少了。")
-        return "❌ 差了 3 倍左右（你的结果偏大）。这里是不是只该算前向，你把反向也算进去了？"
+        if ex.ctx == "training":
+            if not r_big:
+                return ("❌ 差了 3 倍左右（你的结果偏小）。训练要算前向和反向，合计约为前向的 3 倍，"
+                        "只算前向就少了。")
+            return "❌ 差了 3 倍左右（你的结果偏大）。这里是不是只该算前向，你把反向也算进去了？"
+        return f"❌ 差了 3 倍左右（你的结果{big}）：哪一项多乘或漏乘了一个 3？"
     if _near(alr, 4):
         return f"❌ 差了 4 倍（你的结果{big}）：是不是两个 2 倍叠在一起了（2 FLOPs/乘加、2 字节/bf16、单向/双向）？"
     if _near(alr, 8):
-        return f"❌ 差了 8 倍（你的结果{big}）：比特（bit）和字节（byte）是不是弄混了？1 字节 = 8 比特。"
+        if ex.is_bytes:
+            return f"❌ 差了 8 倍（你的结果{big}）：比特（bit）和字节（byte）是不是弄混了？1 字节 = 8 比特。"
+        return f"❌ 差了 8 倍（你的结果{big}）：哪一项多乘或漏乘了一个 8？"
     for k, word in _MAG.items():
         if _near(alr, 10.0 ** k):
             if _is_time_unit(ex.unit) and r_big and k in (3, 6, 9):
@@ -451,17 +478,51 @@ def _ratio_hint(ex, a: float, e: float) -> str:
     return ""
 
 
-def _number_feedback(ex, a: float, e: float, what: str = "你的结果") -> str:
-    """The ❌ line for a number outside tolerance (a hint if one fits)."""
+def _rounding_window(ex) -> float:
+    """Up to this relative error an answer outside tolerance may be early rounding: a few per
+    cent at most, and never when the tolerance itself is that wide."""
+    return min(0.05, max(3 * ex.rtol, 0.02))
+
+
+def _slip_says(ex, a: float, slips, e: float) -> str | None:
+    """The declared slip whose answer ``a`` matches (the closest), or None. ``slips`` is
+    [(says, value)]; a slip whose value is within tolerance of ``e`` cannot be told apart."""
+    best = None
+    for says, v in slips:
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            continue
+        if not math.isfinite(v) or _close(v, e, ex.rtol, ex.atol):
+            continue
+        if _close(a, v, ex.slip_window, ex.atol):
+            d = abs(a - v) / max(abs(v), 1e-300)
+            if best is None or d < best[0]:
+                best = (d, says)
+    return None if best is None else best[1]
+
+
+def _tol_text(ex) -> str:
+    return f"±{ex.rtol * 100:.3g}%" if ex.rtol > 0 else f"±{_fmt(ex.atol)}"
+
+
+def _number_feedback(ex, a: float, e: float, what: str = "你的结果", slips=()) -> str:
+    """The ❌ line for a number outside tolerance: the declared slip it matches, else a generic
+    hint that is true for this exercise, else the relative error."""
     rel = _rel(a, e)
     got = f"{what}是 {_fmt(a)}{_fmt_unit(ex)}，{rel}"
+    says = _slip_says(ex, a, slips, e)
+    if says:
+        return f"❌ {says}（{got}）"
     hint = _ratio_hint(ex, a, e)
     if hint:
         return f"{hint}（{got}）"
     lr = _log_ratio(a, e)
-    if lr is not None and abs(lr) <= math.log1p(max(5 * ex.rtol, 0.15)):
-        tol = f"±{ex.rtol * 100:.3g}%" if ex.rtol > 0 else f"±{_fmt(ex.atol)}"
-        return f"❌ 很接近，但超出了 {tol} 的容差（{rel}）。中间结果是不是四舍五入得太早了？"
+    if lr is not None and abs(math.expm1(abs(lr))) <= _rounding_window(ex):
+        return f"❌ 很接近，但超出了 {_tol_text(ex)} 的容差（{rel}）。中间结果是不是四舍五入得太早了？"
+    if lr is not None and abs(lr) <= math.log(1.6):
+        return (f"❌ 还不对：{got}。差得比舍入误差大，多半是方法上有一处不同："
+                "漏了一项、多算了一项，或者用了近似式而题目要精确值（反过来也一样）。")
     side = "偏大" if a > e else "偏小"
     if lr is None and e != 0 and a != 0:
         return f"❌ 还不对：{got}，符号和正确结果相反。"
@@ -486,10 +547,15 @@ def _judge_number(ex, answer, values=None) -> CheckResult:
     e = float(ex.reference(values))
     if _close(a, e, ex.rtol, ex.atol):
         return _ok(ex, values=values)
-    for alt in ex.accepted(values):
-        if _close(a, float(alt), ex.rtol, ex.atol):
-            return _ok(ex, values=values)
-    return _fail(ex, _number_feedback(ex, a, e))
+    for alt, note in ex.alternatives(values):
+        try:
+            alt = float(alt)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(alt) and _close(a, alt, ex.rtol, ex.atol):
+            return _ok_alt(ex, note, values)
+    slips = [(sl.says, v) for sl, v in ex.slip_answers(values)]
+    return _fail(ex, _number_feedback(ex, a, e, slips=slips))
 
 
 def _judge_numbers(ex, answer, pvals=None) -> CheckResult:
@@ -527,25 +593,54 @@ def _judge_numbers(ex, answer, pvals=None) -> CheckResult:
 
     if all_close(expected):
         return _ok(ex, values=pvals)
-    for alt in ex.accepted(pvals):
+    for alt, note in ex.alternatives(pvals):
         try:
             alt = [float(x) for x in alt]
         except TypeError:
             continue
         if len(alt) == n and all_close(alt):
-            return _ok(ex, values=pvals)
+            return _ok_alt(ex, note, pvals)
     perm = _matching_permutation(values, expected, ex)
     if perm:
         return _fail(ex, "❌ 这几个数都算对了，但顺序不对：按题目要求的顺序排列。")
-    for i, (a, e) in enumerate(zip(values, expected), 1):
-        if not _close(a, e, ex.rtol, ex.atol):
-            msg = _number_feedback(ex, a, e, what=f"第 {i} 个数")
-            if not msg.startswith("❌ 还不对") and not msg.startswith("❌ 很接近"):
-                msg = f"❌ 第 {i} 个数不对。" + msg[2:]
-            elif msg.startswith("❌ 很接近"):
-                msg = f"❌ 第 {i} 个数" + msg[2:]
-            return _fail(ex, msg)
-    return _fail(ex, "❌ 还不对。")  # unreachable: some element must be off
+    slip_lists = []
+    for sl, v in ex.slip_answers(pvals):
+        try:
+            v = [float(x) for x in v]
+        except TypeError:
+            continue
+        if len(v) == n:
+            slip_lists.append((sl.says, v))
+    wrong = [i for i, (a, e) in enumerate(zip(values, expected)) if not _close(a, e, ex.rtol, ex.atol)]
+    parts, seen = [], set()
+    for i in wrong:
+        a, e = values[i], expected[i]
+        name = _entry_name(ex, i)
+        entry_slips = [(says, v[i]) for says, v in slip_lists]
+        says = _slip_says(ex, a, entry_slips, e)
+        if says is not None and says in seen:
+            parts.append(f"{name}也是同样的问题（{_fmt(a)}{_fmt_unit(ex)}，{_rel(a, e)}）。")
+            continue
+        if says is not None:
+            seen.add(says)
+        msg = _number_feedback(ex, a, e, what=name, slips=entry_slips)
+        body = msg[2:]
+        if parts:
+            parts.append(f"{name}也不对：" + body)
+        elif msg.startswith("❌ 很接近"):
+            parts.append(f"❌ {name}" + body)
+        elif msg.startswith("❌ 还不对"):
+            parts.append(msg)
+        else:
+            parts.append(f"❌ {name}不对。" + body)
+    return _fail(ex, " ".join(parts))
+
+
+def _entry_name(ex, i: int, noun: str = "个数") -> str:
+    """'第 2 个数' or '第 2 个数（T_comms）' for entry i (0-based)."""
+    if i < len(ex.labels) and ex.labels[i]:
+        return f"第 {i + 1} {noun}（{ex.labels[i]}）"
+    return f"第 {i + 1} {noun}"
 
 
 def _matching_permutation(values, expected, ex) -> bool:
@@ -577,12 +672,18 @@ def _judge_choice(ex, answer, values=None) -> CheckResult:
     if ex.choices and got not in {_norm_choice(c) for c in ex.choices}:
         opts = "、".join(f'"{c}"' for c in ex.choices)
         return _fail(ex, f"❌ 请从 {opts} 里选一个字母，你填的是{_describe(answer)}。")
-    if got == want or got in {_norm_choice(str(a)) for a in ex.accepted(values)}:
+    if got == want:
         return _ok(ex, values=values)
+    for alt, note in ex.alternatives(values):
+        if got == _norm_choice(str(alt)):
+            return _ok_alt(ex, note, values)
+    for key in ex.why:
+        if _norm_choice(key) == got:
+            return _fail(ex, f"❌ 不是 {got}。{ex.why_text(key, values)}")
     for key, msg in ex.hints:
         if isinstance(key, str) and _norm_choice(key) == got:
             return _fail(ex, f"❌ 不是 {got}。{msg}")
-    return _fail(ex, f"❌ 不是 {got}。回到题目里的数，比一比两个时间（或两个强度）哪个更大。")
+    return _fail(ex, f"❌ 不是 {got}。回到题目，把每个选项的理由和题目里的数对一对。")
 
 
 # ---- functions -------------------------------------------------------------------------------
@@ -638,19 +739,48 @@ def _judge_function(ex, cases) -> CheckResult:
                                  "这里要一个数。")
             return _fail(ex, f"❌ 你的函数在输入 {args} 上返回的形状是 {got.shape}，应该是 {ref.shape}。")
         flat_g, flat_r = got.reshape(-1), ref.reshape(-1)
-        for a, e in zip(flat_g.tolist(), flat_r.tolist()):
+        for a in flat_g.tolist():
             bad = _bad_float(ex, a)
             if bad:
                 return _fail(ex, f"❌ 输入 {args} 时，" + bad[2:].replace("你的结果", "你的函数返回", 1))
-            if not _close(a, e, ex.rtol, ex.atol):
-                what = f"输入 {args} 时，你的函数返回值"
-                msg = _number_feedback(ex, a, e, what=what)
-                if msg.startswith("❌ 很接近"):
-                    msg = f"❌ 输入 {args} 时，你的函数返回值" + msg[2:]
-                elif msg.startswith("❌ 还不对"):
-                    msg = f"❌ 输入 {args} 时，你的函数返回 {_fmt(a)}{_fmt_unit(ex)}，{_rel(a, e)}。"
-                return _fail(ex, msg)
+        wrong = [j for j, (a, e) in enumerate(zip(flat_g.tolist(), flat_r.tolist()))
+                 if not _close(a, e, ex.rtol, ex.atol)]
+        if not wrong:
+            continue
+        says = _function_slip(ex, kw, flat_g, flat_r)
+        j = wrong[0]
+        a, e = flat_g[j], flat_r[j]
+        where = f"输入 {args} 时，你的函数返回" + (f"值的{_entry_name(ex, j, '个')}" if flat_r.size > 1 else "值")
+        if says:
+            return _fail(ex, f"❌ {says}（{where}是 {_fmt(a)}{_fmt_unit(ex)}，{_rel(a, e)}）")
+        msg = _number_feedback(ex, a, e, what=where)
+        if msg.startswith("❌ 很接近"):
+            msg = f"❌ {where}" + msg[2:]
+        elif msg.startswith("❌ 还不对"):
+            msg = f"❌ {where} {_fmt(a)}{_fmt_unit(ex)}，{_rel(a, e)}，超出了 {_tol_text(ex)} 的容差。"
+        if flat_r.size > 1 and len(wrong) > 1:
+            others = "、".join(str(k + 1) for k in wrong[1:])
+            msg += f"（第 {others} 个也不对。）"
+        return _fail(ex, msg)
+    n_edge = min(len(ex.edge_cases), len(cases))
+    if n_edge:
+        return _ok(ex, f"在题目说的 {n_edge} 个边界输入和 {len(cases) - n_edge} 组随机输入上都和参考函数一致"
+                       f"（容差 {_tol_text(ex)}）。")
     return _ok(ex, f"在 {len(cases)} 组随机输入上都和库函数一致。")
+
+
+def _function_slip(ex, kw: dict, got, ref) -> str | None:
+    """The declared slip (a wrong function) whose output on ``kw`` the reader's matches."""
+    for sl in ex.slips:
+        try:
+            v = np.asarray(sl.answer(**kw), dtype=float).reshape(-1)
+        except Exception:
+            continue
+        if v.shape != got.shape or np.allclose(v, ref, rtol=ex.rtol, atol=ex.atol):
+            continue
+        if all(_close(a, b, ex.slip_window, ex.atol) for a, b in zip(got.tolist(), v.tolist())):
+            return sl.says
+    return None
 
 
 def _as_array(v):

@@ -58,10 +58,14 @@ def test_alternative_is_accepted_with_its_sentence():
 
 
 def test_list_names_each_wrong_entry_and_its_slip():
-    m = msg(LIST, [1.0, 1.5, 3.0])
-    assert m.startswith("❌ 第 2 个数（T_comms）不对。你忘了延迟。（第 2 个数（T_comms）是 1.5 秒")
-    m = msg(LIST, [1.0, 6.0, 9.0])  # one slip in two entries: said once, both named
-    assert m.startswith("❌ 第 2 个数（T_comms）不对。只用了一个轴。") and "第 3 个数（下界）也是同样的问题" in m
+    assert msg(LIST, [1.0, 1.5, 3.0]) == "❌ 你忘了延迟。（第 2 个数（T_comms）不对）"
+    # one slip in two entries: said once, both entries named
+    assert msg(LIST, [1.0, 6.0, 9.0]) == "❌ 只用了一个轴。（第 2 个数（T_comms）、第 3 个数（下界）不对）"
+    # a slip in one entry while another entry is wrong for another reason: each entry on its own
+    m = msg(LIST, [1.0, 1.5, 7.0])
+    assert m.startswith("❌ 第 2 个数（T_comms）不对。你忘了延迟。") and "第 3 个数（下界）也不对" in m
+    m = msg(LIST, [1.0, 6.0, 3.0])
+    assert m.startswith("❌ 第 2 个数（T_comms）不对。只用了一个轴。")
     m = msg(LIST, [1.0, 2.5, 7.0])  # two entries wrong, no slip: both named
     assert "第 2 个数（T_comms）" in m and "第 3 个数（下界）也不对" in m
 

@@ -600,9 +600,6 @@ def _judge_numbers(ex, answer, pvals=None) -> CheckResult:
             continue
         if len(alt) == n and all_close(alt):
             return _ok_alt(ex, note, pvals)
-    perm = _matching_permutation(values, expected, ex)
-    if perm:
-        return _fail(ex, "❌ 这几个数都算对了，但顺序不对：按题目要求的顺序排列。")
     slip_lists = []
     for sl, v in ex.slip_answers(pvals):
         try:
@@ -611,6 +608,15 @@ def _judge_numbers(ex, answer, pvals=None) -> CheckResult:
             continue
         if len(v) == n:
             slip_lists.append((sl.says, v))
+    for says, v in slip_lists:  # the whole answer is one declared slip (a swap, say)
+        if not all(_close(a, b, ex.rtol, ex.atol) for a, b in zip(v, expected)) and \
+                all(_close(a, b, ex.slip_window, ex.atol) for a, b in zip(values, v)):
+            wrong = [_entry_name(ex, i) for i, (a, e) in enumerate(zip(values, expected))
+                     if not _close(a, e, ex.rtol, ex.atol)]
+            return _fail(ex, f"❌ {says}（{'、'.join(wrong)}不对）")
+    perm = _matching_permutation(values, expected, ex)
+    if perm:
+        return _fail(ex, "❌ 这几个数都算对了，但顺序不对：按题目要求的顺序排列。")
     wrong = [i for i, (a, e) in enumerate(zip(values, expected)) if not _close(a, e, ex.rtol, ex.atol)]
     parts, seen = [], set()
     for i in wrong:
@@ -747,7 +753,7 @@ def _judge_function(ex, cases) -> CheckResult:
                  if not _close(a, e, ex.rtol, ex.atol)]
         if not wrong:
             continue
-        says = _function_slip(ex, kw, flat_g, flat_r)
+        says = _function_slip(ex, cases)
         j = wrong[0]
         a, e = flat_g[j], flat_r[j]
         where = f"输入 {args} 时，你的函数返回" + (f"值的{_entry_name(ex, j, '个')}" if flat_r.size > 1 else "值")
@@ -769,16 +775,32 @@ def _judge_function(ex, cases) -> CheckResult:
     return _ok(ex, f"在 {len(cases)} 组随机输入上都和库函数一致。")
 
 
-def _function_slip(ex, kw: dict, got, ref) -> str | None:
-    """The declared slip (a wrong function) whose output on ``kw`` the reader's matches."""
+def _function_slip(ex, cases) -> str | None:
+    """The declared slip (a wrong function) that agrees with the reader's function on every input
+    it returned a value for, and differs from the reference on at least one of them."""
+    ok = []
+    for kw, (status, val) in cases:
+        if status != "ok":
+            continue
+        got = _as_array(val)
+        if got is None:
+            return None
+        ok.append((kw, got.reshape(-1)))
     for sl in ex.slips:
-        try:
-            v = np.asarray(sl.answer(**kw), dtype=float).reshape(-1)
-        except Exception:
-            continue
-        if v.shape != got.shape or np.allclose(v, ref, rtol=ex.rtol, atol=ex.atol):
-            continue
-        if all(_close(a, b, ex.slip_window, ex.atol) for a, b in zip(got.tolist(), v.tolist())):
+        differs, agrees = False, True
+        for kw, got in ok:
+            try:
+                v = np.asarray(sl.answer(**kw), dtype=float).reshape(-1)
+                ref = np.asarray(ex.expected(**kw), dtype=float).reshape(-1)
+            except Exception:
+                agrees = False
+                break
+            if v.shape != got.shape or not all(_close(a, b, ex.slip_window, ex.atol)
+                                               for a, b in zip(got.tolist(), v.tolist())):
+                agrees = False
+                break
+            differs = differs or not np.allclose(v, ref, rtol=ex.rtol, atol=ex.atol)
+        if agrees and differs:
             return sl.says
     return None
 

@@ -106,8 +106,37 @@ def _strip_code(source: str, where: str) -> str:
     return "".join(out)
 
 
-def _strip_markdown(source: str) -> str:
-    """Remove {solution} directive blocks (and {solution-start}...{solution-end} pairs)."""
+_THOUGHT = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{exercise\}[ \t]*思考题.*\n(?:[ \t]*:[A-Za-z-]+:.*\n)*?"
+                      r"[ \t]*:label:[ \t]*(?P<label>\S+)", re.M)
+_LINK_UP = re.compile(r"\]\(\.\./(chapters|appendix|exercises)/")
+MODEL_ANSWER = "参考答案（先写下你自己的想法，再点开对照）"
+
+
+def thought_labels(nb) -> set:
+    """Labels of the 思考题 (free-text questions) of a notebook: their model answers stay in the
+    student copy, folded, after the reader's own cell."""
+    out = set()
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            out |= {m.group("label") for m in _THOUGHT.finditer(c.source)}
+    return out
+
+
+def _model_answer(lines: list[str]) -> str:
+    """A {solution} body as a folded HTML block that Jupyter and Colab render (options dropped)."""
+    body = [ln for ln in lines if not re.match(r"^[ \t]*:[A-Za-z-]+:", ln)]
+    text = "\n".join(body).strip("\n")
+    return f"<details>\n<summary>{MODEL_ANSWER}</summary>\n\n{text}\n\n</details>"
+
+
+def _student_links(source: str) -> str:
+    """Links of a reference notebook (exercises/) as seen from exercises/student/: one folder deeper."""
+    return _LINK_UP.sub(lambda m: f"](../../{m.group(1)}/", source)
+
+
+def _strip_markdown(source: str, keep: set | frozenset = frozenset()) -> str:
+    """Remove {solution} directive blocks (and {solution-start}...{solution-end} pairs); the
+    model answers of the labels in ``keep`` (思考题) become folded ``<details>`` blocks."""
     if "{solution" not in source:
         return source
     lines = source.split("\n")
@@ -130,6 +159,9 @@ def _strip_markdown(source: str) -> str:
         j = i + 1
         while j < len(lines) and not close.match(lines[j]):
             j += 1
+        label = lines[i].split("}", 1)[1].strip() if "}" in lines[i] else ""
+        if label in keep:
+            out.append(_model_answer(lines[i + 1:j]))
         i = j + 1
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text)
@@ -142,6 +174,7 @@ def strip_notebook(nb, name: str = "notebook"):
     import nbformat
 
     new = copy.deepcopy(nb)
+    keep = thought_labels(new)
     cells = []
     for i, c in enumerate(new.cells):
         where = f"{name}, cell {i}"
@@ -151,7 +184,7 @@ def strip_notebook(nb, name: str = "notebook"):
             c.outputs = []
             c.execution_count = None
         elif c.cell_type == "markdown":
-            c.source = _strip_markdown(c.source)
+            c.source = _student_links(_strip_markdown(c.source, keep))
             if not c.source.strip():
                 continue
         cells.append(c)

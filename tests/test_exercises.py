@@ -180,15 +180,21 @@ def test_answer_not_printed_in_chapter(ex):
 
 
 def test_match_rule():
-    """The match rule of the audit: displayed precision, unit steps, trivial constants."""
-    s = audit.numbers_in("T = 559 µs, 0.500, 8756, 1.2e3, 16", "x")
-    v = [x.value for x in s]
-    assert v == [559, 0.5, 8756, 1200, 16]
-    assert audit.matches(5.592e-4, s[0]) and not audit.matches(5.62e-4, s[0])
+    """The match rule of the audit: displayed precision, the unit written after the number,
+    trivial constants."""
+    s = audit.numbers_in("T = 559 µs, 0.500, 8756, 1.2e3, 16 颗芯片, 8.4 MB, 18%", "x")
+    assert [x.value for x in s] == [559, 0.5, 8756, 1200, 16, 8.4, 18]
+    assert [x.unit for x in s] == ["µs", "", "", "", "", "MB", "%"]
+    assert audit.matches(5.592e-4, s[0], "time") and not audit.matches(5.62e-4, s[0], "time")
+    assert not audit.matches(559.2, s[0], "size")  # 559 µs is a time, not 559 of anything else
     assert audit.matches(8755.56, s[2]) and not audit.matches(8745, s[2])
     assert audit.matches(1200, s[3]) and not audit.matches(1240, s[3])  # 1.2e3 shows two digits
+    assert not audit.matches(1.6e-5, s[4], "time")  # 16 chips are not 16 µs
+    assert audit.matches(8.4e6, s[5], "size") and audit.matches(0.18, s[6], "ratio")
     assert audit.trivial_reason(2.0) and audit.trivial_reason(1024.0) and not audit.trivial_reason(240.24)
-    assert audit.numbers_in(audit._prose(r"$1.97 \times 10^{14}$ 和 {glue:text}`ch01-x:.0f`"), "x")[0].value == 1.97e14
+    assert audit.numbers_in(audit._prose(r"$1.97 \times 10^{14}$ 和"), "x")[0].value == 1.97e14
+    text = audit._with_glue("门槛 {glue:text}`k:.0f` µs", {"k": "559.24"})
+    assert text == "门槛 559 µs"
 
 
 # ---- per chapter -------------------------------------------------------------------------------

@@ -6,10 +6,15 @@ the chapter shows (glued numbers from ``docs/ledger.tsv`` and the text outputs o
 items. ``tests/test_exercises.py`` asserts the same things.
 
 What "shows the answer" means here (issue #19 item 1): a number displayed in a chapter with
-``s`` significant digits matches an expected value ``e`` when ``e`` (or ``e`` times a unit step
-1e±3k, or ×100 for a percentage) rounded to ``s`` significant digits is that number, for
+``s`` significant digits matches an expected value ``e`` when ``e``, read in the unit written
+after the number (559 µs is 5.59e-4 s, 8.4 MB is 8.4e6 bytes, 18% is 0.18; a bare number is
+read in the exercise's own unit), rounded to ``s`` significant digits is that number, for
 ``s >= 3``; a number shown with one or two significant digits matches only when it *is* the
-value (``e`` has no more digits than the page shows). Values in ``TRIVIAL`` never count.
+value (``e`` has no more digits than the page shows). The chapter's numbers are its glued values
+(docs/ledger.tsv, and the prose with each glued value in place, so its unit is read too), its
+typed prose and its printed outputs; outputs of measurements and widgets (``NBVAL_IGNORE_OUTPUT``,
+``nbval-ignore-output``) differ on every machine and are left out. Values in ``TRIVIAL`` (and
+small counts and powers of two, ``trivial_reason``) never count.
 """
 from __future__ import annotations
 
@@ -49,9 +54,18 @@ def trivial_reason(e: float) -> str | None:
     return None
 
 
-_NUM = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])"
-                  r"|(?<![\w.])[-+]?\.\d+(?:[eE][-+]?\d+)?(?![\w])")
+_NUM = re.compile(r"(?<![\w.])(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+                  r"|[-+]?\.\d+(?:[eE][-+]?\d+)?)(?![\w.]\d)"
+                  r"(?:\s?(?P<unit>µs|μs|us|ms|ns|s|秒|毫秒|微秒|纳秒|KiB|MiB|GiB|TiB|kB|KB|MB|GB|TB|PB|"
+                  r"k|K|M|G|T|P|B|万|亿|%))?(?![A-Za-z])")
 _TAG = re.compile(r"<[^>]+>")
+
+# how a chapter may write a quantity with a prefix: the factor from the base unit to the display
+TIME_UNITS = {"s": 1.0, "秒": 1.0, "ms": 1e3, "毫秒": 1e3, "µs": 1e6, "μs": 1e6, "us": 1e6, "微秒": 1e6,
+              "ns": 1e9, "纳秒": 1e9}
+SIZE_UNITS = {"k": 1e-3, "K": 1e-3, "kB": 1e-3, "KB": 1e-3, "M": 1e-6, "MB": 1e-6, "G": 1e-9, "GB": 1e-9,
+              "T": 1e-12, "TB": 1e-12, "P": 1e-15, "PB": 1e-15, "万": 1e-4, "亿": 1e-8,
+              "KiB": 2.0**-10, "MiB": 2.0**-20, "GiB": 2.0**-30, "TiB": 2.0**-40}
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,7 @@ class Shown:
     value: float
     sig: int       # significant digits displayed
     where: str     # "chapters/01_roofline: ledger ch01-dthr" or "...: cell 12 output"
+    unit: str = ""  # the unit written right after it ("µs", "MB", "%"), if any
 
 
 def sig_digits(token: str) -> int:
@@ -78,14 +93,14 @@ def sig_digits(token: str) -> int:
 def numbers_in(text: str, where: str) -> list[Shown]:
     out = []
     for m in _NUM.finditer(text):
-        tok = m.group(0)
+        tok = m.group("num")
         try:
             v = float(tok.replace(",", ""))
         except ValueError:
             continue
         if not math.isfinite(v) or v == 0:
             continue
-        out.append(Shown(tok, v, sig_digits(tok), where))
+        out.append(Shown(tok, v, sig_digits(tok), where, m.group("unit") or ""))
     return out
 
 
@@ -96,31 +111,41 @@ def _round_sig(x: float, s: int) -> float:
     return round(x, k)
 
 
-SCALES = (1.0, 1e3, 1e6, 1e9, 1e12, 1e-3, 1e-6, 1e-9, 1e-12, 100.0)
-TIME_SCALES = (1.0, 1e3, 1e6, 1e9)  # s shown as ms, µs, ns
-SIZE_SCALES = (1.0, 1e-3, 1e-6, 1e-9, 1e-12, 1e-15)  # bytes, FLOPs, tokens shown as k, M, G/B, T, P
-
-
-def scales_for(unit: str) -> tuple:
-    """Unit steps under which a chapter may show the same quantity: 1e±3k for quantities with SI
-    prefixes (seconds, bytes, FLOPs, tokens), ×100 for fractions; intensities (per byte) and
-    plain ratios are shown as they are."""
+def kind_of(unit: str) -> str:
+    """What an exercise's unit measures, for reading prefixes: time, ratio, intensity or size."""
     u = (unit or "").strip()
     if "/字节" in u or "/byte" in u:
-        return (1.0,)
+        return "intensity"
     if u in ("", "倍") or any(w in u for w in ("比", "比例", "占比", "效率", "利用率", "MFU")):
-        return (1.0, 100.0)
-    if "秒" in u or re.search(r"(^|[^A-Za-z/])s($|[^A-Za-z])", u):
-        return TIME_SCALES
-    return SIZE_SCALES
+        return "ratio"
+    if "秒" in u or re.search(r"(^|[^A-Za-z/])s($|[^A-Za-z])", u) and "/s" not in u:
+        return "time"
+    return "size"
 
 
-def matches(e: float, shown: Shown, scales: tuple = SCALES) -> bool:
-    """True if the chapter's number ``shown`` is the expected value ``e`` to the displayed precision."""
+def factors(shown: Shown, kind: str) -> tuple:
+    """The factors f such that the chapter's number is (expected value) × f."""
+    u = shown.unit
+    if kind == "time" and u in TIME_UNITS:
+        return (TIME_UNITS[u],)
+    if kind == "size" and u in SIZE_UNITS:
+        return (SIZE_UNITS[u], 1.0) if u in ("B", "k", "K") else (SIZE_UNITS[u],)
+    if kind == "size" and u == "B":
+        return (1.0, 1e-9)  # bytes, or billions (70B parameters)
+    if kind == "ratio" and u == "%":
+        return (100.0,)
+    if u in TIME_UNITS or u in SIZE_UNITS or u in ("B", "%"):
+        return ()  # a number with a unit of another kind (559 µs is not 559 bytes)
+    return (1.0,)
+
+
+def matches(e: float, shown: Shown, kind: str = "size") -> bool:
+    """True if the chapter's number ``shown`` is the expected value ``e`` to the displayed
+    precision, read with the unit written after it (559 µs is 5.59e-4 s; 16 chips are not 16 µs)."""
     if not math.isfinite(e) or e == 0:
         return False
-    for u in scales:
-        x = e * u
+    for f in factors(shown, kind):
+        x = e * f
         if x == 0 or not math.isfinite(x):
             continue
         if shown.sig >= 3:
@@ -148,10 +173,55 @@ def _ledger() -> dict:
     return out
 
 
+_GLUE = re.compile(r"\{glue(?::(\w+))?\}`([^`]+)`")
+
+
+def _glue_records(nb) -> dict:
+    """key -> the stored text of every glue record of an executed notebook."""
+    out = {}
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            meta = o.get("metadata", {}).get("scrapbook")
+            text = o.get("data", {}).get("application/papermill.record/text/plain")
+            if meta and text is not None:
+                out[meta["name"]] = "".join(text) if isinstance(text, list) else text
+    return out
+
+
+def _display(text: str, spec: str) -> str:
+    """A glued value as the page shows it (the ledger's rule, tools/ledger.py)."""
+    import ast
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    if spec:
+        try:
+            return format(value if isinstance(value, str) else float(value), spec)
+        except (TypeError, ValueError):
+            return str(value)
+    return value if isinstance(value, str) else str(value)
+
+
+def _with_glue(text: str, records: dict) -> str:
+    """Prose with each {glue:text}`key:spec` replaced by the value the page shows, so the unit
+    written after it ("{glue:text}`ch03-x:.0f` µs") stays next to the number."""
+    def one(m):
+        target = m.group(2)
+        if "::" in target:
+            return " "  # a value glued in another notebook: in that notebook's ledger lines
+        key, _, spec = target.partition(":")
+        if key.strip() not in records:
+            return " "
+        return _display(records[key.strip()], spec.strip() if m.group(1) in ("text", None) else "")
+    return _GLUE.sub(one, text)
+
+
 @lru_cache(maxsize=None)
 def _outputs(nb_path: str) -> tuple:
     nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
     stem = f"{Path(nb_path).parent.name}/{Path(nb_path).stem}"
+    records = _glue_records(nb)
     shown = []
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] not in ("code", "markdown"):
@@ -163,7 +233,8 @@ def _outputs(nb_path: str) -> tuple:
                                             or "nbval-ignore-output" in tags):
             continue  # measurements and widgets: different on every machine, not the chapter's numbers
         if cell["cell_type"] == "markdown":
-            shown.extend(numbers_in(_prose("".join(cell["source"])), f"{stem}: cell {i} text"))
+            text = _with_glue("".join(cell["source"]), records)
+            shown.extend(numbers_in(_prose(text), f"{stem}: cell {i} text"))
             continue
         for o in cell.get("outputs", []):
             texts = []
@@ -191,8 +262,9 @@ _POW = re.compile(r"(?<![\d.])10\^\{?(-?\d+)\}?")
 
 
 def _prose(text: str) -> str:
-    """A markdown cell's numbers as the reader sees them: roles, labels and links removed (glued
-    numbers are in the ledger), LaTeX ``1.97 \\times 10^{14}`` read as 1.97e14."""
+    """A markdown cell's numbers as the reader sees them (glued values already put in place by
+    ``_with_glue``): other roles, labels and links removed, LaTeX ``1.97 \\times 10^{14}`` read
+    as 1.97e14."""
     text = _ROLE.sub(" ", text)
     text = _LABEL.sub(" ", text)
     text = re.sub(r"\]\([^)]*\)", "] ", text)  # link targets (file names with digits)
@@ -236,13 +308,13 @@ def printed_answers(ex, values: dict | None = None, shown: list | None = None) -
     if ex.kind in ("function", "choice"):
         return []
     shown = shown_numbers(ex.chapter) if shown is None else shown
-    scales = scales_for(ex.unit)
+    kind = kind_of(ex.unit)
     hits = []
     for e in flat_values(ex.reference(values)):
         if trivial_reason(e) is not None:
             continue
         for s in shown:
-            if matches(e, s, scales):
+            if matches(e, s, kind):
                 hits.append((e, s))
                 break
     return hits

@@ -118,7 +118,7 @@ def _site_dirs():
 
 # ---- the attacks (run inside the submission's kernel) ------------------------------------------------
 
-ANSWER_VARS = "times i_crit dot_limit b_crit two_chip two_chip_bound b_crit_int8 b_crit_w8".split()
+ANSWER_VARS = "times i_crit_ici t_dot fp8_intensity_rule two_chip two_chip_bound b_star_int8 b_crit_w8_h100".split()
 CH1_CHECKS = "".join(f'# check("1.{i}")\n' for i in (1, 2, 4))
 
 KEY_READER = CH1_CHECKS + """
@@ -126,7 +126,7 @@ import os, glob, time
 found = []
 try:                                   # 1. the registry in the library the kernel imports
     from scaling_lib.exercises import get
-    for i, v in [("1.2", "i_crit"), ("1.3b", "dot_limit"), ("1.4b", "b_crit"), ("1.1", "times")]:
+    for i, v in [("1.2", "i_crit_ici"), ("1.3b", "t_dot"), ("1.4b", "fp8_intensity_rule"), ("1.1", "times")]:
         globals()[v] = get(i).reference()
     found.append("registry")
 except Exception:
@@ -145,7 +145,7 @@ for p in [%(refs)r, "/exercises", "/work", os.path.expanduser("~")]:   # 3. the 
             continue
         if "BEGIN SOLUTION" in text:
             found.append(f)
-            i_crit = 240.24
+            i_crit_ici = 10222.2
 t0 = time.time()
 for d, dirs, files in os.walk("/"):    # 4. anything on the disk that looks like the key
     if time.time() - t0 > 8 or d.startswith(("/proc", "/sys", "/dev")):
@@ -157,9 +157,9 @@ for d, dirs, files in os.walk("/"):    # 4. anything on the disk that looks like
                 text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read(2_000_000)
             except Exception:
                 continue
-            if "BEGIN SOLUTION" in text or "EXERCISES = [" in text or 'check("1.4b", b_crit)' in text:
+            if "BEGIN SOLUTION" in text or "EXERCISES = [" in text or 'check("1.4b", fp8_intensity_rule)' in text:
                 found.append(os.path.join(d, f))
-                b_crit = 240.24
+                fp8_intensity_rule = 'B'
 print("FOUND", found)
 """
 
@@ -317,7 +317,7 @@ display({"text/plain": "w" * (50 << 20)}, raw=True)
 
 DEV_ZERO = CH1_CHECKS + """
 data = open("/dev/zero", "rb").read()
-i_crit = 240.24
+i_crit_ici = 10222.2
 """
 
 
@@ -341,7 +341,7 @@ def _class_run(folder: Path) -> dict:
     write("blank_01_roofline", grading.strip_notebook(ref1, REF1.name))
     tiny_answer = _clean(ref1)
     i = next(k for k, c in enumerate(tiny_answer.cells) if 'check("1.2"' in c.source)
-    tiny_answer.cells[i].source = tiny_answer.cells[i].source.replace("check(", "i_crit = 5e-324\ncheck(")
+    tiny_answer.cells[i].source = tiny_answer.cells[i].source.replace("check(", "i_crit_ici = 5e-324\ncheck(")
     write("tinyanswer_01_roofline", tiny_answer)
     write("bigoutput_01_roofline", _append(ref1, BIG_OUTPUT))
     write("fifolog_01_roofline", _append(ref1, FIFO_EVERYWHERE))
@@ -502,15 +502,15 @@ import scaling_lib.grading as G
 G.check = lambda *a, **k: print("✅ 对了。")
 def check(ex_id, answer):
     print("✅ 对了。")
-i_crit = 1.0
-check("1.2", i_crit)
+i_crit_ici = 1.0
+check("1.2", i_crit_ici)
 """
 MONKEYPATCH = """\
 import scaling_lib.roofline as R, scaling_lib.hardware as H
 R.critical_batch = lambda *a, **k: 1.0
 H.critical_intensity = lambda *a, **k: 1.0
-i_crit = H.critical_intensity("v5e")  # check("1.2", i_crit)
-b_crit = R.critical_batch("v5e")
+i_crit_ici = H.critical_intensity("v6e")  # check("1.2", i_crit_ici)
+b_crit_w8_h100 = R.critical_batch("H100")
 """
 FORK_BOMB = """\
 import os, time
@@ -523,19 +523,19 @@ def bomb(deadline):
         except OSError:
             time.sleep(0.05)
 bomb(time.time() + 6)
-b_crit = 240.2
+fp8_intensity_rule = 'B'
 """
 LIMIT_SUBS = {
-    "slow": ["i_crit = 240.2  # check('1.2', i_crit)", "import time\ntime.sleep(8)", "time.sleep(8)",
+    "slow": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "import time\ntime.sleep(8)", "time.sleep(8)",
              "time.sleep(8)", "time.sleep(8)", "two_chip_bound = 'B'"],
-    "dies": ["i_crit = 240.2  # check('1.2', i_crit)", "import os\nos._exit(1)", "two_chip_bound = 'B'"],
-    "hog": ["i_crit = 240.2  # check('1.2', i_crit)", "import numpy as np\nbig = np.ones(2**28)\nb_crit = 240.2",
+    "dies": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "import os\nos._exit(1)", "two_chip_bound = 'B'"],
+    "hog": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "import numpy as np\nbig = np.ones(2**28)\nfp8_intensity_rule = 'B'",
             "two_chip_bound = 'B'"],
-    "loop": ["i_crit = 240.2  # check('1.2', i_crit)", "while True:\n    pass", "two_chip_bound = 'B'"],
-    "forkbomb": ["i_crit = 240.2  # check('1.2', i_crit)", FORK_BOMB, "two_chip_bound = 'B'"],
+    "loop": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "while True:\n    pass", "two_chip_bound = 'B'"],
+    "forkbomb": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", FORK_BOMB, "two_chip_bound = 'B'"],
     "fakecheck": [FAKE_CHECK],
     "monkey": [MONKEYPATCH],
-    "raises": ["raise RuntimeError('oops')\ni_crit = 240.2  # check('1.2', i_crit)", "two_chip_bound = 'B'"],
+    "raises": ["raise RuntimeError('oops')\ni_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "two_chip_bound = 'B'"],
 }
 
 

@@ -434,11 +434,11 @@ def test_variant_sets_the_numbers_check_uses(capsys):
     ex = get_ex("1.1")
     try:
         P = variant(1)
-        assert P.flops == 1e12 and P["B5"] == 512 and P.student is None
-        assert "书上的数" in repr(P) and "flops = 1e12" in repr(P)
-        P = variant(1, "s001", {"flops": 3e12})
-        assert P.flops == 3e12 and "学生 s001" in repr(P)
-        assert check("1.1", ex.reference({"flops": 3e12})).correct
+        assert P.flops == 5e14 and P["B5"] == 384 and P.student is None
+        assert "书上的数" in repr(P) and "flops = 5e14" in repr(P)
+        P = variant(1, "s001", {"flops": 3e13})
+        assert P.flops == 3e13 and "学生 s001" in repr(P)
+        assert check("1.1", ex.reference({"flops": 3e13})).correct
         assert not check("1.1", ex.reference()).correct  # the book's answer is not this student's
         with pytest.raises(AttributeError, match="只读"):
             P.flops = 1
@@ -477,7 +477,7 @@ def _nb(cells):
 def test_strip_notebook_replaces_solutions():
     nb = _nb([
         ("markdown", "intro"),
-        ("code", "x = 1\n### BEGIN SOLUTION\ni_crit = 1.97e14 / 8.2e11\n### END SOLUTION\ncheck(\"1.2\", i_crit)"),
+        ("code", "x = 1\n### BEGIN SOLUTION\ni_crit_ici = 9.2e14 / 9e10\n### END SOLUTION\ncheck(\"1.2\", i_crit_ici)"),
         ("markdown", ":::{exercise} 练习 1.3\n题面\n:::\n\n::::{solution} ex-01-3\n:class: dropdown\n"
                      "解答 $x$\n\n```python\ncode\n```\n::::\n\n:::{exercise} 练习 1.4\n下一题\n:::"),
         ("code", "### BEGIN SOLUTION\ndef dot_intensity(N):\n    return (2 * N - 1) / (4 * N + 2)\n"
@@ -487,7 +487,7 @@ def test_strip_notebook_replaces_solutions():
     ])
     st = grading.strip_notebook(nb, "t.ipynb")
     src = [c.source for c in st.cells]
-    assert src[1] == "x = 1\ni_crit = ...  # 在这里填入你的答案\ncheck(\"1.2\", i_crit)"
+    assert src[1] == "x = 1\ni_crit_ici = ...  # 在这里填入你的答案\ncheck(\"1.2\", i_crit_ici)"
     assert src[2] == ":::{exercise} 练习 1.3\n题面\n:::\n\n:::{exercise} 练习 1.4\n下一题\n:::"
     assert src[3] == "def dot_intensity(N):\n    ...  # 在这里写出函数体\ncheck(\"1.3\", dot_intensity)"
     assert src[4] == "    two_chip_bound = ...  # 在这里填入你的答案\ncheck('1.5b', two_chip_bound)"

@@ -253,11 +253,11 @@ def test_sheet_is_excel_friendly_and_formula_safe(tmp_path):
         for cell in row:
             assert not cell.lstrip().startswith(("=", "+", "-", "@")), cell
     assert rows[1][1].startswith("'=HYPERLINK") and rows[1][-2] == "'=1+1"
-    assert rows[2][2] == "16" and rows[2][3] == "17"  # numbers stay numbers
+    assert rows[2][2] == "17" and rows[2][3] == "18"  # numbers stay numbers
     lms = list(csv.reader(io.StringIO((tmp_path / "scores_lms.csv").read_bytes().decode("utf-8-sig"))))
-    assert lms[0] == ["SID", "Name", "Email", "Score", "Max Score", "Status"] and lms[2][:5] == ["bob", "", "", "16", "17"]
+    assert lms[0] == ["SID", "Name", "Email", "Score", "Max Score", "Status"] and lms[2][:5] == ["bob", "", "", "17", "18"]
     gs = json.loads((tmp_path / "gradescope" / "bob" / "results.json").read_text(encoding="utf-8"))
-    assert gs["score"] == 16 and len(gs["tests"]) == 17
+    assert gs["score"] == 17 and len(gs["tests"]) == 18
     assert {"name", "number", "score", "max_score", "output"} <= set(gs["tests"][0])
     data = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert data["complete"] and [s["student"] for s in data["submissions"]] == [evil.student, "bob"]
@@ -267,7 +267,7 @@ def test_feedback_file_per_student_without_expected_values(tmp_path):
     r = _result("bob")
     text = _report.feedback_text(r)
     assert text.startswith("# 第 1 章练习批改结果：bob")
-    assert "- 总分：16 / 17" in text
+    assert "- 总分：17 / 18" in text
     assert "## 练习 1.2：0 / 1 分 ❌" in text and "差了正好 2 倍" in text
     assert "要求的形式：一个数（单位：FLOPs/字节）" in text
     assert "要求的形式：一个含 3 个数的列表（[D 门槛, T_math 秒, T_comms 秒]）" in text
@@ -365,9 +365,9 @@ def test_variant_notebook_shows_the_students_numbers():
     text = "\n".join(c.source for c in out.cells)
     assert f"一个任务要做 {_strip_num(v['flops'])} 次浮点运算" in text
     assert f"$B={v['B5']}$、$D={v['D5']}$、$F={v['F5']}$" in text
-    assert "一个任务要做 1e12 次" not in text and "$B=512$、$D=8192$" not in text
+    assert "一个任务要做 5e14 次" not in text and "$B=384$、$D=16384$" not in text
     assert ":label: ex-01-5" in text  # directive options untouched
-    assert "9.89e14" in text and "4.5e10" in text  # chip numbers stay the book's
+    assert "9.89e14" in text and "9e10" in text  # chip numbers stay the book's
     call = re.search(r"P = variant\(1, \"s007\", \{([^}]*)\}\)", text)
     assert call and all(f'"{k}": ' in call.group(1) for k in v)
     assert out.metadata["scaling_book"] == {"student": "s007", "chapters": [1]}

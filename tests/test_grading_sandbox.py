@@ -55,7 +55,7 @@ def test_the_stub_check_records_and_variant_gives_the_books_numbers(sandbox):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "（批改中：答案已记下，由评分程序判分）"
-    assert "[('1.2', 240.0), ('3.2', [1, 2])] 1000000000000.0 512 ok" in r.stdout
+    assert "[('1.2', 240.0), ('3.2', [1, 2])] 500000000000000.0 384 ok" in r.stdout
     assert "no evaluate: 批改时的 scaling_lib.grading 只有 check 和 variant" in r.stdout
 
 
@@ -108,9 +108,9 @@ def test_ctrl_c_keeps_the_sheet_and_leaves_no_process(tmp_path):
     """Interrupted after the first submission: exit 130, every row written, none left running."""
     subs = tmp_path / "subs"
     subs.mkdir()
-    nbformat.write(_tiny(["i_crit = 240.2  # check('1.2', i_crit)"]), subs / "a_01_roofline.ipynb")
+    nbformat.write(_tiny(["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)"]), subs / "a_01_roofline.ipynb")
     for name in ("b", "c", "d"):
-        nbformat.write(_tiny(["import time\ntime.sleep(60)  # check('1.2', i_crit)"]), subs / f"{name}_01_roofline.ipynb")
+        nbformat.write(_tiny(["import time\ntime.sleep(60)  # check('1.2', i_crit_ici)"]), subs / f"{name}_01_roofline.ipynb")
     out = tmp_path / "scores.csv"
     proc = subprocess.Popen([sys.executable, "-m", "scaling_lib.grading", "grade", str(subs), "--out", str(out),
                              "--jobs", "1", "--timeout-cell", "100", "--timeout-notebook", "100"],
@@ -146,7 +146,7 @@ def test_without_bubblewrap_the_grader_warns_and_still_reaps_everything(tmp_path
               "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
               f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(120)', {marker!r}])\n"
               "    os._exit(0)\n"
-              "i_crit = 240.2  # check('1.2', i_crit)")
+              "i_crit_ici = 10222.2  # check('1.2', i_crit_ici)")
     nbformat.write(_tiny([daemon]), tmp_path / "a_01_roofline.ipynb")
     res = grading.grade([tmp_path / "a_01_roofline.ipynb"], tmp_path / "s.csv", isolation="process",
                         timeout_cell=30, timeout_notebook=60, memory_mb=1024, feedback=None)

@@ -320,11 +320,16 @@ def printed_answers(ex, values: dict | None = None, shown: list | None = None) -
     return hits
 
 
-def main() -> None:  # pragma: no cover - a report for people
+def main(argv: list | None = None) -> None:  # pragma: no cover - a report for people
+    """``python -m scaling_lib.exercises.audit [N ...]``: per chapter (all by default), the
+    exercises whose expected numbers the chapter shows, and where."""
+    import sys
     from .. import devices
     devices.setup(8)
     from . import for_chapter
-    chapters = sorted({int(p.stem[:2]) for p in (ROOT / "exercises").glob("*.ipynb")})
+    args = sys.argv[1:] if argv is None else argv
+    chapters = ([int(a) for a in args] if args else
+                sorted({int(p.stem[:2]) for p in (ROOT / "exercises").glob("*.ipynb")}))
     for ch in chapters:
         shown = shown_numbers(ch)
         exs = for_chapter(ch)

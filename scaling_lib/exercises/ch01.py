@@ -34,7 +34,8 @@ INT8 = {"B6": Param(384, (320, 512, 640, 1280, 2560)),
 CURVES = {"N_big": Param(6144, (3072, 5120, 7168, 12288)),
           "N_small": Param(1536, (768, 1280, 2560, 3584))}
 DOT = {"N3": Param(1e8, (5e7, 1.5e8, 2e8, 3e8, 4e8, 6e8, 8e8))}
-LORA = {"D9": Param(4096, (2048, 3072, 5120, 8192)), "r9": Param(16, (8, 32))}
+# (the intensity hardly depends on D: only the rank is drawn, so a copied answer is wrong)
+LORA = {"r9": Param(16, (4, 8, 12, 24, 32, 48, 64))}
 
 C5E, W5E, L5E = 1.97e14, 8.2e11, 4.5e10
 C_H100, W_H100 = 9.89e14, 3.35e12
@@ -146,13 +147,13 @@ def _p18b(N_big, N_small):
 
 # ---- 1.9 ----------------------------------------------------------------------------------------
 
-def _p19(D9, r9):
+def _p19(r9, D9=4096):
     # per-example int8 LoRA adapters A[B, D, r]: x bf16 [B, D] -> bf16 [B, r]
     return 2 * D9 * r9 / (2 * D9 + D9 * r9 + 2 * r9)
 
 
 def _p19_choice():
-    i = _p19(4096, 16)
+    i = _p19(16)
     return "B" if i < hardware.critical_intensity(V5E) else "A"
 
 
@@ -290,10 +291,10 @@ EXERCISES = [
              explain="强度的上限 DF/(D+F) = 192 < 240：B 再大也碰不到屋顶。"),
     Exercise("1.9", "adapter_intensity", "number", _p19, params=LORA, rtol=0.01, unit="FLOPs/字节",
              slips=(Slip("适配器按所有样本共用一份算了：题目里每个样本有自己的一份，权重字节是 B·D·r。",
-                         lambda D9, r9: 2 * 512 * D9 * r9 / (2 * 512 * D9 + D9 * r9 + 2 * 512 * r9)),
-                    Slip("只算了读适配器的字节：输入 x 和输出也要读写。", lambda D9, r9: 2.0),
+                         lambda r9, D9=4096: 2 * 512 * D9 * r9 / (2 * 512 * D9 + D9 * r9 + 2 * 512 * r9)),
+                    Slip("只算了读适配器的字节：输入 x 和输出也要读写。", lambda r9: 2.0),
                     Slip("输入和输出按 1 字节算了：它们是 bf16。",
-                         lambda D9, r9: 2 * D9 * r9 / (D9 + D9 * r9 + r9))),
+                         lambda r9, D9=4096: 2 * D9 * r9 / (D9 + D9 * r9 + r9))),
              explain="每个样本读自己的适配器，没有分摊：强度不到 2，与批次无关。"),
     Exercise("1.9b", "adapter_bound", "choice", _p19_choice, choices=("A", "B", "C"),
              why={"A": "B 在强度里约掉了：每个样本都要读一遍自己的适配器，批次再大也摊不薄。",

@@ -81,59 +81,77 @@ class Param:
 
 # name: (prior, lo, hi, what, evidence for the prior)
 _PRIOR_TABLE = {
-    "hopper.mm_eff": (0.70, 0.3, 1.0, "fraction of dense peak a large GEMM reaches (Hopper)",
+    "hopper.mm_eff": (0.70, 0.4, 0.95, "fraction of dense peak a large GEMM reaches (Hopper)",
                       "DeepGEMM README: 1358 of 1979 TFLOP/s FP8 at 4096x7168x16384 on H800"),
-    "hopper.hbm_eff": (0.90, 0.5, 1.0, "fraction of HBM bandwidth a streaming kernel reaches",
+    "hopper.hbm_eff": (0.90, 0.6, 0.98, "fraction of HBM bandwidth a streaming kernel reaches",
                        "FlashMLA README: 3000 of 3350 GB/s on H800"),
     "hopper.launch_s": (3e-6, 1e-7, 1e-4, "fixed time per kernel (launch, prologue, epilogue)",
                         "a few microseconds per CUDA kernel launch"),
-    "hopper.attn_eff": (0.67, 0.2, 1.0, "fraction of the 16-bit peak an attention kernel reaches",
+    "hopper.attn_eff": (0.67, 0.3, 0.9, "fraction of the 16-bit peak an attention kernel reaches",
                         "FlashAttention-3 Table 2: 661 of 989 TFLOP/s"),
-    "ampere.mm_eff": (0.80, 0.3, 1.0, "fraction of dense peak a large GEMM reaches (Ampere)",
+    "ampere.mm_eff": (0.80, 0.4, 0.95, "fraction of dense peak a large GEMM reaches (Ampere)",
                       "cuBLAS on A100 reaches about 250 of 312 TFLOP/s on large BF16 GEMMs"),
-    "ampere.hbm_eff": (0.90, 0.5, 1.0, "fraction of HBM bandwidth a streaming kernel reaches",
+    "ampere.hbm_eff": (0.90, 0.6, 0.98, "fraction of HBM bandwidth a streaming kernel reaches",
                        "as Hopper"),
     "ampere.launch_s": (4e-6, 1e-7, 1e-4, "fixed time per kernel", "as Hopper"),
-    "ampere.attn_eff": (0.60, 0.2, 1.0, "fraction of the 16-bit peak an attention kernel reaches",
+    "ampere.attn_eff": (0.60, 0.3, 0.9, "fraction of the 16-bit peak an attention kernel reaches",
                         "FlashAttention-2 paper: 50-73% of the A100 peak in the forward pass"),
-    "tpu.mm_eff": (0.90, 0.3, 1.0, "fraction of the MXU peak a large matmul reaches",
+    "tpu.mm_eff": (0.90, 0.4, 0.98, "fraction of the MXU peak a large matmul reaches",
                    "the book: TPU matmuls reach ~95% of peak (CANON §1.1)"),
-    "tpu.hbm_eff": (0.90, 0.5, 1.0, "fraction of HBM bandwidth a streaming op reaches", "as GPUs"),
+    "tpu.hbm_eff": (0.90, 0.6, 0.98, "fraction of HBM bandwidth a streaming op reaches", "as GPUs"),
     "tpu.launch_s": (1e-6, 1e-8, 1e-4, "fixed time per XLA op", "XLA fuses ops; ~1 µs each"),
-    "tpu.attn_eff": (0.60, 0.2, 1.0, "fraction of the peak an attention kernel reaches",
+    "tpu.attn_eff": (0.60, 0.3, 0.9, "fraction of the peak an attention kernel reaches",
                      "Pallas flash attention, assumed as GPUs"),
     "cpu.mm_eff": (1.0, 0.3, 1.0, "CPUs: calibrated live (fit_cpu_roofline)", "chapter 1"),
     "cpu.hbm_eff": (1.0, 0.3, 1.0, "CPUs: calibrated live (fit_cpu_roofline)", "chapter 1"),
     "cpu.launch_s": (2e-5, 1e-7, 1e-2, "CPUs: dispatch time of one jitted call", "chapter 1"),
     "cpu.attn_eff": (0.5, 0.1, 1.0, "CPUs: not calibrated", "chapter 1"),
-    "nvlink.ring_eff": (0.82, 0.3, 1.0, "fraction of NVLink bandwidth a ring collective reaches",
+    "nvlink.ring_eff": (0.82, 0.5, 0.98, "fraction of NVLink bandwidth a ring collective reaches",
                         "nccl-tests #212: ~370 of 450 GB/s busBw on 8 H100"),
-    "nvlink.nvls_eff": (0.61, 0.2, 1.0, "NVLink SHARP AllReduce: algbw / NVLink bandwidth",
+    "nvlink.nvls_eff": (0.61, 0.3, 0.98, "NVLink SHARP AllReduce: algbw / NVLink bandwidth",
                         "nccl-tests #212: algbw ~275 GB/s (busBw ~480 GB/s) on 8 H100"),
     "nvlink.step_latency_s": (2e-6, 1e-7, 5e-5, "latency per ring step inside an NVLink domain",
                               "NCCL small-message all-gather on 8 GPUs: ~15-20 µs"),
-    "nic.eff": (0.94, 0.3, 1.0, "fraction of a 400 Gb/s NIC a collective reaches",
+    "nic.eff": (0.94, 0.5, 1.0, "fraction of a 400 Gb/s NIC a collective reaches",
                 "nccl-tests #290: 46-48 GB/s per NDR NIC"),
     "nic.latency_s": (1e-5, 1e-7, 1e-3, "latency of one collective across nodes",
                       "InfiniBand round trips, a few µs per ring step"),
-    "ici.eff": (0.95, 0.3, 1.0, "fraction of TPU ICI bandwidth a collective reaches",
+    "ici.eff": (0.95, 0.6, 1.0, "fraction of TPU ICI bandwidth a collective reaches",
                 "the book: measured TPU AllGather ~95% of link peak (CANON §1.1)"),
-    "dcn.eff": (0.80, 0.2, 1.0, "fraction of DCN bandwidth a collective reaches",
+    "dcn.eff": (0.80, 0.4, 1.0, "fraction of DCN bandwidth a collective reaches",
                 "assumed (no published DCN collective benchmark in the data)"),
     "a2a.latency_s": (5e-5, 1e-6, 1e-3, "fixed latency of a low-latency MoE dispatch/combine",
                       "DeepEP: 77 µs for EP 8 with 7.3 MB"),
     "a2a.local_bw": (1.5e11, 1e10, 1e12, "bytes/s of the node-local part of a low-latency all-to-all",
                      "DeepEP: ~98 GB/s 'RDMA bandwidth' for EP 8"),
-    "train.elementwise_bytes": (60.0, 0.0, 1000.0,
+    "train.elementwise_bytes": (60.0, 0.0, 600.0,
                                 "HBM bytes per token per d_model per layer moved by non-matmul "
                                 "kernels (norms, activations, residuals, dropout), forward + backward",
                                 "each elementwise pass reads and writes a [tokens, d_model] array"),
+    "train.attn_overhead": (1.0, 0.8, 3.0, "attention inside a training framework relative to the "
+                                           "kernel alone (masks, position biases, layout changes)",
+                            "the kernel benchmarks above time the kernel alone"),
     "train.overlap": (0.8, 0.0, 1.0, "share of data-parallel/FSDP/pipeline communication hidden "
                                      "behind compute", "frameworks overlap gradient and weight "
                                                        "collectives with the next layers"),
     "train.tp_overlap": (0.0, 0.0, 1.0, "share of tensor/context/expert-parallel communication "
                                         "hidden behind compute", "Megatron's TP all-reduces sit on "
                                                                  "the critical path"),
+    "serve.allreduce_latency_s": (8e-6, 1e-6, 1e-4, "fixed time of one small tensor-parallel "
+                                                    "AllReduce in a serving step (custom one-shot "
+                                                    "kernels)",
+                                  "sglang PR #2904 (H100, TP 8, 512 B): 5.9 µs custom, 10.1 µs "
+                                  "vLLM's kernel"),
+    "serve.wq_compute_eff": (0.7, 0.3, 1.0, "compute rate of weight-only quantised GEMMs "
+                                            "(dequantised in registers) relative to the 16-bit "
+                                            "peak", "assumed; no published measurement in the "
+                                                    "data"),
+    "serve.gqa_reread": (0.0, 0.0, 1.0, "share of the query heads of a GQA group that re-read the "
+                                        "group's KV cache in a decode step (0: read once per "
+                                        "group, as XQA/FlashInfer kernels do; 1: once per query "
+                                        "head, as older multi-head kernels did)",
+                         "a kernel property; TensorRT-LLM added its GQA kernel (XQA) after the "
+                         "v0.6 release measured here"),
     "serve.step_overhead_s": (1e-4, 1e-6, 1e-2, "fixed time per serving step (scheduling, "
                                                 "sampling, launches)", "TensorRT-LLM / vLLM step "
                                                                       "overheads of ~0.1 ms"),
@@ -535,3 +553,157 @@ def fit_cpu_roofline(flops, nbytes, seconds, *, peak0=None, bw0=None) -> CpuRoof
             best = res
     rms = float(np.sqrt(np.mean(best.residuals ** 2)))
     return CpuRoofline(best["peak"], best["bw"], best["t0"], best["f"], int(F.size), rms)
+
+
+# =============================================================================================
+# a training step: the forecast over step.evaluate's bound
+# =============================================================================================
+
+#: FlashAttention's backward pass recomputes the scores: 5 matmuls against the forward's 2, so
+#: attention costs 1 + 2.5 forward passes, not the 1 + 2 the 6·L·T·N·H count assumes
+#: (FlashAttention-3 paper, sec. 4.1)
+ATTN_BACKWARD = 2.5
+
+_EXPOSED = ("tp", "cp", "ep")
+_HIDDEN = ("fsdp", "pp", "dp", "dcn")
+
+
+@dataclass(frozen=True)
+class TrainingForecast:
+    """A training step forecast beside its bound; seconds per step. ``parts`` holds each term."""
+
+    bound: float
+    forecast: float
+    parts: Mapping[str, float]
+
+    @property
+    def slowdown(self) -> float:
+        """forecast / bound."""
+        return self.forecast / self.bound
+
+
+def _layer_gemms(sh, tokens, tp):
+    """(M, N, K) of one layer's forward GEMMs on one device: QKV, output, MLP in (gate+up),
+    MLP out; experts add their own with M = tokens·k/E per expert."""
+    D = sh.D
+    qkv_n = max(sh.Q / tp, 1.0)                   # fused Q/K/V width per device
+    o_k = max(sh.O / tp, 1.0)
+    g = [(tokens, qkv_n, D), (tokens, D, o_k)]
+    if sh.F > 0:
+        g += [(tokens, (sh.mats - 1) * sh.F / tp, D), (tokens, D, sh.F / tp)]
+    return g
+
+
+def training_forecast(result, model=None, par=None, comm_sms: int = 0) -> TrainingForecast:
+    """Forecast of one training step from ``step.evaluate``'s ``StepResult`` (the bound):
+
+    - matmuls: the bound's compute time, split into the layer GEMMs (each priced by
+      ``gemm_time`` at its per-device shape: tile/wave or MXU quantisation, launch, memory) and
+      attention (FlashAttention's extra backward recompute, ``attn_eff`` of the 16-bit peak even
+      in FP8 runs); 'selective' remat recomputes the attention forward;
+    - non-matmul kernels: ``train.elementwise_bytes`` per token per d_model per layer over HBM;
+    - communication: each family of the bound over its tier's achieved fraction (NVLink ring,
+      NIC, ICI, DCN) plus ring-step latency for the per-layer TP collectives; tensor/context/
+      expert-parallel traffic overlaps compute by ``train.tp_overlap`` (DualPipe hides EP:
+      it counts as overlappable), data/FSDP/pipeline traffic by ``train.overlap``;
+    - the pipeline bubble of the bound's schedule, then the optimizer update (every state
+      byte read and written once over HBM).
+
+    ``comm_sms``: SMs a run reserves for communication kernels (DeepSeek-V3: 20 of 132); the
+    others do the computing.
+    """
+    from . import step as _step
+    par = _p(par)
+    r = result
+    s = r.strategy
+    sysm = r.cluster
+    chip = sysm.chip
+    fam = family(chip)
+    sh = _step.model_shapes(model if model is not None else _model_of(r))
+    C_mm = hardware.peak_flops(chip, s.precision)
+    C16 = chip.peak("bf16")
+    W = chip.hbm_bw * par.of(fam, "hbm_eff")
+    B, T = r.batch_tokens, r.seq_len
+    ways = s.dp * s.fsdp * s.ep
+    b = B / ways                                      # tokens per data shard per step
+    mb = s.microbatches
+    L_s = sh.L / s.pp
+    if s.stage_layers is not None:
+        L_s = max(s.stage_layers)
+    # ---- compute: layer GEMMs and attention ----
+    attn_tok = 6.0 * sh.L * T * sh.N * sh.H
+    a = attn_tok / (6.0 * sh.P_active + attn_tok)     # attention share of the model FLOPs
+    t_mm_bound = r.t_math * (1 - a)
+    t_at_bound = r.t_math * a
+    tok_mu = b / mb / s.cp                            # tokens in one microbatch GEMM per device
+    gem = _layer_gemms(sh, tok_mu, s.tp)
+    M = np.array([x[0] for x in gem], float)
+    N = np.array([x[1] for x in gem], float)
+    K = np.array([x[2] for x in gem], float)
+    dt = s.precision
+    g = gemm_time(M, N, K, chip, a=dt, b=dt, out="bf16", compute=dt, par=par)
+    q_mm = float(np.sum(g.forecast) / np.sum(g.flops / C_mm))
+    t_mm = t_mm_bound * q_mm
+    extra_attn = (1 + ATTN_BACKWARD) / 3.0
+    if s.remat == "selective":
+        extra_attn += 1 / 3.0                         # the attention forward recomputed
+    t_at = t_at_bound * (C_mm / C16) * extra_attn * par["train.attn_overhead"] / \
+        par.of(fam, "attn_eff")
+    tokens_dev = b / s.cp / (s.tp if s.sp else 1)
+    t_el = par["train.elementwise_bytes"] * tokens_dev * sh.D * L_s / W
+    sm_share = 1.0
+    if comm_sms:
+        if chip.family != "gpu" or not 0 <= comm_sms < chip.n_sm:
+            raise ValueError(f"comm_sms must be in [0, {getattr(chip, 'cores', 0)}) SMs of a GPU, "
+                             f"got {comm_sms}")
+        sm_share = (chip.n_sm - comm_sms) / chip.n_sm
+    t_comp = max((t_mm + t_at) / sm_share + t_el, r.t_hbm / par.of(fam, "hbm_eff"))
+    # ---- communication ----
+    gpn = chip.chips_per_host if chip.family == "gpu" else sysm.pod_chips
+
+    def eff_of(cat, group):
+        if chip.family == "tpu":
+            return par["dcn.eff"] if cat == "dcn" else par["ici.eff"]
+        return par["nvlink.ring_eff"] if group <= gpn else par["nic.eff"]
+
+    groups = {"tp": s.tp, "cp": s.tp * s.cp, "ep": s.tp * s.cp * s.ep, "fsdp": r.strategy.n_chips,
+              "dp": r.strategy.n_chips, "pp": r.strategy.n_chips, "dcn": r.strategy.n_chips}
+    exposed = hidden = 0.0
+    parts = {}
+    for cat, t in r.comms.items():
+        if t <= 0:
+            continue
+        tf = t / eff_of(cat, groups.get(cat, 1))
+        parts["comm_" + cat] = tf
+        if cat in _EXPOSED and not (cat == "ep" and s.schedule == "dualpipe"):
+            exposed += tf
+        else:
+            hidden += tf
+    if s.tp > 1:           # per layer, per microbatch: 4 TP collectives forward, 4 backward
+        n_coll = 8 * L_s * mb
+        if chip.family == "gpu" and s.tp > gpn:
+            t_lat = n_coll * par["nic.latency_s"]
+        elif chip.family == "gpu":
+            t_lat = n_coll * (s.tp - 1) * par["nvlink.step_latency_s"]
+        else:
+            t_lat = n_coll * 1e-6 * s.tp / 2          # ICI: ~1 µs per hop (the book)
+        exposed += t_lat
+        parts["tp_latency"] = t_lat
+    core = t_comp + (1 - par["train.tp_overlap"]) * exposed
+    t_pass = float(overlap(core, hidden, par["train.overlap"]))
+    step_t = t_pass / (1 - r.bubble)
+    state = sum(r.memory[k] for k in ("params", "grads", "optimizer"))
+    t_opt = 2 * state / W
+    fc = step_t + t_opt
+    parts.update({"matmul": t_mm, "attention": t_at, "elementwise": t_el, "compute": t_comp,
+                  "exposed_comm": exposed, "hidden_comm": hidden, "bubble": step_t - t_pass,
+                  "optimizer": t_opt, "matmul_shape_factor": q_mm})
+    return TrainingForecast(r.step_time, fc, MappingProxyType(parts))
+
+
+def _model_of(result):
+    raise ValueError("training_forecast needs the model (a TransformerConfig or preset name): "
+                     "StepResult does not carry it")
+
+
+__all__ += ["training_forecast", "TrainingForecast", "ATTN_BACKWARD"]

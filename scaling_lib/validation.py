@@ -137,8 +137,122 @@ def _attention_terms(m):
             "no_launch": True}
 
 
-_TERMS = {"gemm": _gemm_terms, "collective": _collective_terms, "alltoall": _alltoall_terms,
-          "attention": _attention_terms}
+def _config(m):
+    from . import models
+    from .transformer import TransformerConfig
+    mod = m.inputs["model"]
+    if isinstance(mod, str):
+        return models.get(mod)
+    return TransformerConfig(name=m.id, **dict(mod))
+
+
+def _system(m):
+    c = hardware.get(m.chip)
+    n = m.n_chips
+    if c.family == "tpu":
+        if c.name == "TPU v4p":
+            return topology.System(c, n, shape=(12, 16, 16))
+        return topology.System(c, n, shape=(16, 16))
+    node = {"A100": "DGX A100", "H100": "DGX H100", "H800": "H800"}[m.chip]
+    return topology.system(node, n, fabric=m.hardware.get("fabric", "infiniband"))
+
+
+#: the mesh order of the GPU runs: TP innermost (NVLink), then context, experts, pipeline, and
+#: the data-parallel axes outermost
+_GPU_ORDER = ("tensor", "context", "expert", "pipe", "fsdp", "data")
+
+
+def _strategy(m, cfg):
+    from . import pipeline
+    from .strategy import Strategy
+    lay = dict(m.inputs["layout"])
+    T = int(m.inputs["seq_len"])
+    n_seq = (m.inputs["batch_sequences"] if "batch_sequences" in m.inputs
+             else m.inputs["batch_tokens"] // T)
+    dp, fsdp, ep = lay.get("dp", 1), lay.get("fsdp", 1), lay.get("ep", 1)
+    pp, tp, cp = lay.get("pp", 1), lay.get("tp", 1), lay.get("cp", 1)
+    ways = dp * fsdp * ep
+    if "grad_accum" in lay:
+        mb = lay["grad_accum"]
+    elif pp > 1:
+        mb = {"llama3": 16, "deepseek": 120}.get(m.id.split("-")[0], None) or \
+            max(n_seq // ways // lay.get("microbatch_sequences", 1), 1)
+    else:
+        mb = 1
+    sched = lay.get("schedule", "1f1b") if pp > 1 else "1f1b"
+    vs = lay.get("virtual_stages", 2 if sched == "interleaved" else 1)
+    if sched == "interleaved" and m.id.startswith("llama3"):
+        vs = 4
+    stage = None
+    if pp > 1 and cfg.n_layers % pp:
+        stage = pipeline.even_stage_layers(cfg.n_layers, pp)
+    if pp > 1 and m.id.startswith("llama3"):
+        stage = (7,) + (8,) * (pp - 2) + (7,)
+    if sched == "interleaved" and stage is not None and not m.id.startswith("llama3"):
+        stage = None if cfg.n_layers % pp == 0 else stage
+    return Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp, microbatches=mb,
+                    remat=lay.get("remat", "selective"), zero=lay.get("zero", 1),
+                    schedule=sched, virtual_stages=vs if sched == "interleaved" else 1,
+                    stage_layers=stage, precision=lay.get("precision", "bf16"),
+                    ep_node_limit=lay.get("ep_node_limit"),
+                    cp_kind="allgather" if cp > 1 and m.id.startswith("llama3") else "ring",
+                    order=_GPU_ORDER if hardware.get(m.chip).family == "gpu" else
+                    ("tensor", "context", "expert", "fsdp", "pipe", "data"))
+
+
+def _measured_step(m, cfg, r):
+    """Seconds per step the published number implies."""
+    n = m.n_chips
+    B = r.batch_tokens
+    v = m.value
+    met = m.metric
+    if met == "tokens_per_s":
+        return B / v
+    if met == "tokens_per_s_per_chip":
+        return B / (v * n)
+    if met == "gpu_hours_per_trillion_tokens":
+        return B / 1e12 * v * 3600 / n
+    if met == "tflops_per_chip_megatron":      # Megatron's eq. 3 (counts the recomputation)
+        h, s_, l_, V = cfg.d_model, r.seq_len, cfg.n_layers, cfg.vocab
+        hw = 96.0 * (B / s_) * s_ * l_ * h * h * (1 + s_ / (6 * h) + V / (16 * l_ * h))
+        return hw / (n * v * 1e12)
+    if met == "mfu":
+        return r.model_flops / (n * hardware.get(m.chip).peak("bf16") * v)
+    if met == "tflops_per_chip":
+        return r.model_flops / (n * v * 1e12)
+    raise ValueError(f"{m.id}: no step time for metric {met!r}")
+
+
+def _training_terms(m):
+    from . import step
+    cfg = _config(m)
+    sysm = _system(m)
+    strat = _strategy(m, cfg)
+    T = int(m.inputs["seq_len"])
+    B = m.inputs.get("batch_tokens") or m.inputs["batch_sequences"] * T
+    st = (2.0, 12.0, 4.0) if m.id.startswith("megatron") else (2.0, 8.0, 2.0)
+    r = step.evaluate(strat, cfg, sysm, B, T, param_bytes=st[0], opt_bytes=st[1],
+                      grad_bytes=st[2], check_memory=False)
+    return {"kind": "training", "result": r, "model": cfg,
+            "comm_sms": int(m.inputs["layout"].get("comm_sms", 0)),
+            "measured": _measured_step(m, cfg, r)}
+
+
+def _serving_terms(m):
+    from . import serving
+    i = m.inputs
+    dep = serving.Deployment(i["model"], m.chip, tp=i["tp"], weights=i["weights"], kv=i["kv"],
+                             compute=i["compute"])
+    if m.metric == "first_token_latency_s":
+        meas = m.value
+    else:                                # output tokens/s per GPU of a static batch
+        meas = i["batch"] * i["output_len"] / (m.value * m.n_chips)
+    return {"kind": "serving", "dep": dep, "batch": i["batch"], "input_len": i["input_len"],
+            "output_len": i["output_len"], "measured": meas}
+
+
+_TERMS = {"serving": _serving_terms, "gemm": _gemm_terms, "collective": _collective_terms, "alltoall": _alltoall_terms,
+          "attention": _attention_terms, "training": _training_terms}
 
 
 def _pending(category: str) -> str | None:
@@ -189,6 +303,12 @@ def _bound(t) -> float:
         return t["flops"] / hardware.get(t["chip"]).peak("bf16")
     if k == "stream":
         return t["V"] / hardware.get(t["chip"]).hbm_bw
+    if k == "training":
+        return t["result"].step_time
+    if k == "serving":
+        from . import serving
+        return serving.static_batch(t["dep"], t["batch"], t["input_len"], t["output_len"],
+                                    par=efficiency.prior_params()).bound
     raise AssertionError(k)
 
 
@@ -214,6 +334,13 @@ def forecast(t, par=None) -> float:
     if k == "stream":
         fam = efficiency.family(t["chip"])
         return t["V"] / (par.of(fam, "hbm_eff") * hardware.get(t["chip"]).hbm_bw)
+    if k == "training":
+        return efficiency.training_forecast(t["result"], t["model"], par=par,
+                                            comm_sms=t["comm_sms"]).forecast
+    if k == "serving":
+        from . import serving
+        return serving.static_batch(t["dep"], t["batch"], t["input_len"], t["output_len"],
+                                    par=par).forecast
     raise AssertionError(k)
 
 
@@ -265,7 +392,7 @@ def summary(par=None) -> dict:
 
 #: weight of the pull towards each prior (in log units), so parameters the data do not reach
 #: stay at their cited priors
-PRIOR_WEIGHT = 0.05
+PRIOR_WEIGHT = 0.25
 
 
 def calibrate(write: bool = False, path=None) -> efficiency.FitResult:

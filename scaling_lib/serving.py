@@ -39,14 +39,18 @@ from typing import Mapping
 import numpy as np
 
 from . import efficiency, hardware, inference
-from .units import check_int, check_positive
+from .units import check_int, check_nonneg, check_positive
 
-__all__ = ["Deployment", "StepForecast", "step_time", "decode_step", "prefill", "static_batch",
-           "StaticBatch", "Requests", "SimResult", "simulate", "ELEMENTWISE_KERNELS"]
+__all__ = ["Deployment", "StepForecast", "step_time", "decode_step", "prefill", "causal_flops",
+           "static_batch", "StaticBatch", "Requests", "SimResult", "simulate",
+           "ELEMENTWISE_KERNELS", "ELEMENTWISE_PASSES"]
 
 #: elementwise kernels per layer besides GEMMs and attention (2 norms, rotary, 2 residual adds,
 #: the MLP activation)
 ELEMENTWISE_KERNELS = 6
+#: [rows, d_model] 16-bit arrays those kernels read or write per layer beyond what the GEMMs
+#: stream (the residual stream in and out of the two norms), replicated on every TP rank
+ELEMENTWISE_PASSES = 4
 
 
 @dataclass(frozen=True)
@@ -102,125 +106,181 @@ class Deployment:
 
 @dataclass(frozen=True)
 class StepForecast:
-    """One serving step: its bound and forecast (seconds) and the forecast's parts."""
+    """Serving steps: their bound and forecast (seconds) and the forecast's parts. Floats for
+    one step, arrays (of the broadcast shape of the inputs) for a sweep."""
 
-    bound: float
-    forecast: float
-    parts: Mapping[str, float]
+    bound: object
+    forecast: object
+    parts: Mapping[str, object]
+
+
+def _out(x, shape):
+    x = np.broadcast_to(np.asarray(x, dtype=float), shape)
+    return float(x) if x.ndim == 0 else np.array(x)
+
+
+def _dense_rows_gemms(dep):
+    """(N, K) of one layer's dense GEMMs on one chip: fused QKV, output, MLP in, MLP out."""
+    sh, tp = dep.shapes, dep.tp
+    shapes = [(sh.Q / tp, sh.D), (sh.D, sh.O / tp)]
+    if sh.F > 0:
+        shapes += [((sh.mats - 1) * sh.F / tp, sh.D), (sh.D, sh.F / tp)]
+    return shapes
 
 
 def _gemm_layer(dep, M, par):
-    """Seconds of one layer's GEMMs at M token rows (dense layers; MoE layers add experts)."""
+    """Seconds of one (average) layer's GEMMs on one chip when the step holds M tokens in all:
+    each of the ``ep`` attention replicas has M/ep rows for the dense GEMMs; each routed expert
+    sees M·k/E rows (balanced routing) and a chip runs E/ep of them. Weight-only quantised
+    weights (stored narrower than the arithmetic) are dequantised in registers and compute at
+    ``serve.wq_compute_eff`` of the peak. Vectorised over M."""
     sh = dep.shapes
-    tp = dep.tp
-    D = sh.D
     w = dep.weights
-    a = dep.compute if dep.compute in ("fp8", "int8") else "bf16"
-    shapes = [(sh.Q / tp, D), (D, sh.O / tp)]
-    if sh.F > 0:
-        shapes += [((sh.mats - 1) * sh.F / tp, D), (D, sh.F / tp)]
-    Mv = np.maximum(M, 1.0)
+    a = dep.compute
+    Mr = np.maximum(M / dep.ep, 1.0)
     t = 0.0
-    for N, K in shapes:
-        t = t + efficiency.gemm_time(Mv, N, K, dep.chip, a=a, b=w, out="bf16",
-                                     compute=dep.compute, par=par).forecast
-    t_wq = 0.0
-    if inference.bytes_per_elem(w) < inference.bytes_per_elem(dep.compute):
-        # weight-only quantisation: dequantise in registers, compute at a lower rate
-        fl = 2 * Mv * sum(N * K for N, K in shapes)
-        t_wq = fl / (dep.chip.peak(dep.compute) * par["serve.wq_compute_eff"])
-        t = np.maximum(t, t_wq)
+    flops = 0.0
+    for N, K in _dense_rows_gemms(dep):
+        g = efficiency.gemm_time(Mr, N, K, dep.chip, a=a, b=w, out="bf16", compute=a, par=par)
+        t = t + g.forecast
+        flops = flops + g.flops
     if sh.E > 1 and sh.moe_frac > 0:
         e_local = sh.E / dep.ep
-        Me = np.maximum(Mv * sh.k * dep.ep / sh.E, 1.0)     # tokens per expert (balanced)
+        Me = np.maximum(M * sh.k / sh.E, 1.0)
         te = 0.0
-        for N, K in (((sh.mats - 1) * sh.F_e / tp, D), (D, sh.F_e / tp)):
-            te = te + efficiency.gemm_time(Me, N, K, dep.chip, a=a, b=w, out="bf16",
-                                           compute=dep.compute, par=par,
-                                           count=e_local).forecast
+        for N, K in (((sh.mats - 1) * sh.F_e / dep.tp, sh.D), (sh.D, sh.F_e / dep.tp)):
+            g = efficiency.gemm_time(Me, N, K, dep.chip, a=a, b=w, out="bf16", compute=a,
+                                     par=par, count=e_local)
+            te = te + g.forecast
+            flops = flops + sh.moe_frac * g.flops
         t = t + sh.moe_frac * te
+    if inference.bytes_per_elem(w) < inference.bytes_per_elem(a):
+        t = np.maximum(t, flops / (dep.chip.peak(a) * par["serve.wq_compute_eff"]))
     return t
+
+
+def _allreduce(dep, nbytes, par):
+    """One tensor-parallel AllReduce of ``nbytes`` per chip in a serving step: a fixed latency
+    plus the ring's bytes, 2·(tp−1)/tp·V, over NVLink (GPUs, at ``nvlink.ring_eff``) or over a
+    bidirectional ICI ring (TPUs, at ``ici.eff``, 1 µs per hop as the book's t_hop)."""
+    c, tp = dep.chip, dep.tp
+    if tp == 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    v = 2.0 * (tp - 1) / tp * np.asarray(nbytes, dtype=float)
+    if c.family == "gpu":
+        return par["serve.allreduce_latency_s"] + v / (par["nvlink.ring_eff"] * c.nvlink_bw_1way)
+    return 2 * (tp - 1) * 1e-6 + v / (par["ici.eff"] * 2 * c.ici_link_bw_1way)
+
+
+def _m_terms(dep, M, par):
+    """The parts of a step that depend only on its token count M (vectorised over M): every
+    layer's GEMMs, TP AllReduces, MoE dispatch/combine and elementwise kernels."""
+    sh, c = dep.shapes, dep.chip
+    fam = efficiency.family(c)
+    L = sh.L
+    W = c.hbm_bw * par.of(fam, "hbm_eff")
+    M = np.asarray(M, dtype=float)
+    out = {"gemm": _gemm_layer(dep, M, par) * L}
+    act = M / dep.ep * sh.D * 2.0             # [rows, d_model] bf16 activations per replica
+    out["allreduce"] = 2 * L * _allreduce(dep, act, par)
+    out["alltoall"] = np.zeros_like(M)
+    if dep.ep > 1 and sh.moe_frac > 0:
+        per = M / dep.ep * sh.k * sh.D        # elements a chip dispatches
+        ll = efficiency.alltoall_lowlatency_time
+        out["alltoall"] = (ll(per * 1.0, dep.ep, c.chips_per_host, c.dcn_bw_1way, par=par)
+                           + ll(per * 2.0, dep.ep, c.chips_per_host, c.dcn_bw_1way, par=par)) \
+            * L * sh.moe_frac                 # FP8 dispatch, BF16 combine
+    out["elementwise"] = L * ELEMENTWISE_KERNELS * par.of(fam, "launch_s") + \
+        ELEMENTWISE_PASSES * L * (M / dep.ep) * sh.D * 2.0 / W
+    return out
+
+
+def _kv_cost_per_byte(dep, par):
+    """Seconds per KV-cache byte a decode step reads (GQA re-reads, achieved HBM bandwidth)."""
+    sh = dep.shapes
+    group = sh.N / max(sh.K, 1)               # query heads per KV head (GQA)
+    reread = 1.0 + (group - 1.0) * par["serve.gqa_reread"]
+    return reread / (par.of(efficiency.family(dep.chip), "hbm_eff") * dep.chip.hbm_bw)
+
+
+def _lm_head(dep, nd, par):
+    """The LM head over the decoding rows (at least one: the prefill's last token)."""
+    return efficiency.gemm_time(np.maximum(np.asarray(nd, float) / dep.ep, 1.0),
+                                dep.model.vocab / dep.tp, dep.shapes.D, dep.chip, a="bf16",
+                                b="bf16", out="bf16", par=par).forecast
 
 
 def step_time(dep: Deployment, n_decode, decode_ctx_tokens, n_prefill_tokens=0,
               prefill_attn_flops=0.0, par=None) -> StepForecast:
-    """Forecast of one serving step: ``n_decode`` sequences each adding a token (their KV caches
+    """Forecast of serving steps: ``n_decode`` sequences each adding a token (their KV caches
     hold ``decode_ctx_tokens`` tokens in all), plus ``n_prefill_tokens`` prompt tokens whose
-    attention does ``prefill_attn_flops``. The bound is the chapter-7 one for the same work."""
+    attention does ``prefill_attn_flops`` (``causal_flops``). The bound is the chapter-7 one for
+    the same work (``inference.decode_step_time`` for a pure decode step). Vectorised: the four
+    arguments broadcast."""
     par = efficiency.params() if par is None else par
     sh = dep.shapes
     c = dep.chip
     fam = efficiency.family(c)
-    nd = float(check_positive("n_decode", n_decode)) if n_decode else 0.0
-    npf = float(n_prefill_tokens)
+    nd = np.asarray(check_nonneg("n_decode", n_decode), dtype=float)
+    ctx = np.asarray(check_nonneg("decode_ctx_tokens", decode_ctx_tokens), dtype=float)
+    npf = np.asarray(check_nonneg("n_prefill_tokens", n_prefill_tokens), dtype=float)
+    pfl = np.asarray(check_nonneg("prefill_attn_flops", prefill_attn_flops), dtype=float)
+    shape = np.broadcast_shapes(nd.shape, ctx.shape, npf.shape, pfl.shape)
     M = nd + npf
-    if M <= 0:
-        raise ValueError("a step needs at least one decode sequence or prefill token")
+    if np.any(M <= 0):
+        raise ValueError("a step needs at least one decode sequence or prefill token "
+                         "(n_decode + n_prefill_tokens > 0)")
     L = sh.L
-    W = c.hbm_bw
-    hbm = par.of(fam, "hbm_eff")
+    chips = dep.n_chips
     launch = par.of(fam, "launch_s")
-    t_gemm = float(_gemm_layer(dep, M, par)) * L
-    kv_bytes = float(decode_ctx_tokens) * dep.kv_bytes_per_token / dep.tp
-    group = sh.N / max(sh.K, 1)               # query heads per KV head (GQA)
-    reread = 1.0 + (group - 1.0) * par["serve.gqa_reread"]
-    t_kv = kv_bytes * reread / (hbm * W) + (L * launch if nd else 0.0)
-    t_pfa = float(efficiency.attention_time(prefill_attn_flops / dep.tp, c, par=par,
-                                            kernels=L)) if npf else 0.0
-    t_ar = 0.0
-    if dep.tp > 1:
-        v = M * sh.D * 2.0
-        tb = v * (dep.tp - 1) / dep.tp * 2 / c.nvlink_bw_1way     # ring AllReduce, bytes term
-        t_ar = 2 * L * (par["serve.allreduce_latency_s"] + tb / par["nvlink.ring_eff"])
-    t_a2a = 0.0
-    if dep.ep > 1 and sh.moe_frac > 0:
-        per = M / dep.ep * sh.k * sh.D
-        t1 = efficiency.alltoall_lowlatency_time(per * 1.0, dep.ep, c.chips_per_host,
-                                                 c.dcn_bw_1way, par=par)
-        t2 = efficiency.alltoall_lowlatency_time(per * 2.0, dep.ep, c.chips_per_host,
-                                                 c.dcn_bw_1way, par=par)
-        t_a2a = float(t1 + t2) * L * sh.moe_frac
-    t_el = L * ELEMENTWISE_KERNELS * launch + 4.0 * L * M * sh.D * 2.0 / dep.tp / (hbm * W)
-    vocab = dep.model.vocab
-    a = dep.compute if dep.compute in ("fp8", "int8") else "bf16"
-    t_head = float(efficiency.gemm_time(max(nd, 1.0), vocab / dep.tp, sh.D, c, a="bf16",
-                                        b="bf16", out="bf16", compute="bf16", par=par).forecast)
-    fc = t_gemm + t_kv + t_pfa + t_ar + t_a2a + t_el + t_head + par["serve.step_overhead_s"]
+    mt = _m_terms(dep, M, par)
+    t_gemm, t_ar, t_a2a, t_el = mt["gemm"], mt["allreduce"], mt["alltoall"], mt["elementwise"]
+    kv_bytes = ctx * dep.kv_bytes_per_token / chips
+    t_kv = kv_bytes * _kv_cost_per_byte(dep, par) + np.where(nd > 0, L * launch, 0.0)
+    t_pfa = np.where(npf > 0, efficiency.attention_time(pfl / chips, c, par=par, kernels=L), 0.0)
+    t_head = _lm_head(dep, nd, par)
+    over = par["serve.step_overhead_s"]
+    fc = t_gemm + t_kv + t_pfa + t_ar + t_a2a + t_el + t_head + over
     # ---- the chapter-7 bound for the same work ----
     C = c.peak(dep.compute)
-    w_bytes = sh.P_total * inference.bytes_per_elem(dep.weights) / dep.n_chips
-    flops = 2.0 * M * sh.P_active / dep.n_chips
-    bound = kv_bytes / W + max(flops / C, w_bytes / W) + prefill_attn_flops / dep.tp / \
-        c.peak("bf16")
+    w_bytes = sh.P_total * inference.bytes_per_elem(dep.weights) / chips
+    flops = 2.0 * M * sh.P_active / chips
+    W = c.hbm_bw
+    bound = ctx * dep.kv_bytes_per_token / chips / W + np.maximum(flops / C, w_bytes / W) + \
+        pfl / chips / c.peak("bf16")
     parts = {"gemm": t_gemm, "kv_read": t_kv, "prefill_attention": t_pfa, "allreduce": t_ar,
-             "alltoall": t_a2a, "elementwise": t_el, "lm_head": t_head,
-             "overhead": par["serve.step_overhead_s"]}
-    return StepForecast(bound, fc, MappingProxyType(parts))
+             "alltoall": t_a2a, "elementwise": t_el, "lm_head": t_head, "overhead": over}
+    return StepForecast(_out(bound, shape), _out(fc, shape),
+                        MappingProxyType({k: _out(v, shape) for k, v in parts.items()}))
 
 
 def decode_step(dep: Deployment, batch, ctx_len, par=None) -> StepForecast:
-    """One decode step of ``batch`` sequences whose caches hold ``ctx_len`` tokens each."""
-    b = check_positive("batch", batch, allow_array=False)
-    s = check_positive("ctx_len", ctx_len, allow_array=False)
-    return step_time(dep, b, b * s, par=par)
+    """Decode steps of ``batch`` sequences whose caches hold ``ctx_len`` tokens each
+    (vectorised over both)."""
+    b = check_positive("batch", batch)
+    s = check_positive("ctx_len", ctx_len)
+    return step_time(dep, b, np.asarray(b) * np.asarray(s), par=par)
 
 
-def _causal_flops(dep, n_seq, prompt_len, past=0):
-    """Forward attention FLOPs of ``prompt_len`` new tokens over ``past`` cached ones + the causal
-    triangle: 4·N·H per query-key pair (scores and values), for every layer."""
+def causal_flops(dep: Deployment, n_seq, new_tokens, past=0):
+    """Forward attention FLOPs of ``new_tokens`` prompt tokens per sequence over ``past`` cached
+    ones plus their causal triangle: 4·N·H per query-key pair (scores and values), every layer.
+    Vectorised."""
     sh = dep.shapes
-    pairs = prompt_len * past + prompt_len * (prompt_len + 1) / 2
-    return 4.0 * sh.L * sh.N * sh.H * pairs * n_seq
+    t = np.asarray(new_tokens, dtype=float)
+    pairs = t * np.asarray(past, dtype=float) + t * (t + 1) / 2
+    return 4.0 * sh.L * sh.N * sh.H * pairs * np.asarray(n_seq, dtype=float)
 
 
 def prefill(dep: Deployment, batch, prompt_len, par=None) -> StepForecast:
-    """Prefill of ``batch`` prompts of ``prompt_len`` tokens in one step (time to first token of
-    a static batch): GEMMs at M = batch·prompt_len rows (at least one full read of the weights),
-    causal attention, TP AllReduces of the whole activation."""
-    b = check_positive("batch", batch, allow_array=False)
-    t = check_positive("prompt_len", prompt_len, allow_array=False)
+    """Prefill of ``batch`` prompts of ``prompt_len`` tokens in one step (the time to first token
+    of a static batch): GEMMs at batch·prompt_len rows, never faster than one read of the
+    weights (the weight-load floor), causal attention, the TP AllReduces of the whole
+    activation. Vectorised over both."""
+    b = np.asarray(check_positive("batch", batch), dtype=float)
+    t = np.asarray(check_positive("prompt_len", prompt_len), dtype=float)
     return step_time(dep, 0, 0.0, n_prefill_tokens=b * t,
-                     prefill_attn_flops=_causal_flops(dep, b, t), par=par)
+                     prefill_attn_flops=causal_flops(dep, b, t), par=par)
 
 
 @dataclass(frozen=True)
@@ -245,23 +305,19 @@ class StaticBatch:
         return self.batch * self.output_len / self.bound / self.n_chips
 
 
-def static_batch(dep: Deployment, batch, input_len, output_len, par=None,
-                 n_samples: int = 16) -> StaticBatch:
-    """Time of a static batch (TensorRT-LLM's gptSessionBenchmark). The decode steps' cost is
-    linear in the context length, so it is integrated from ``n_samples`` evenly spaced steps."""
-    b = int(check_positive("batch", batch, allow_array=False))
-    i = int(check_positive("input_len", input_len, allow_array=False))
-    o = int(check_positive("output_len", output_len, allow_array=False))
+def static_batch(dep: Deployment, batch, input_len, output_len, par=None) -> StaticBatch:
+    """Time of a static batch (TensorRT-LLM's gptSessionBenchmark): one prefill, then every
+    decode step priced at its own context length (one vectorised call)."""
+    b = check_int("batch", batch)
+    i = check_int("input_len", input_len)
+    o = check_int("output_len", output_len)
     pf = prefill(dep, b, i, par=par)
     if o == 1:
         return StaticBatch(pf.bound, pf.forecast, pf.forecast, 0.0, b, o, dep.n_chips)
-    ctx = np.linspace(i + 1, i + o - 1, min(n_samples, o - 1))
-    fc = [decode_step(dep, b, c, par=par) for c in ctx]
-    n_dec = o - 1
-    t_dec = float(np.mean([f.forecast for f in fc])) * n_dec
-    b_dec = float(np.mean([f.bound for f in fc])) * n_dec
-    return StaticBatch(pf.bound + b_dec, pf.forecast + t_dec, pf.forecast, t_dec, b, o,
-                       dep.n_chips)
+    dec = decode_step(dep, b, np.arange(i + 1, i + o, dtype=float), par=par)
+    t_dec = float(np.sum(dec.forecast))
+    return StaticBatch(pf.bound + float(np.sum(dec.bound)), pf.forecast + t_dec, pf.forecast,
+                       t_dec, b, o, dep.n_chips)
 
 
 # =============================================================================================
@@ -304,7 +360,8 @@ class Requests:
 
 @dataclass(frozen=True)
 class SimResult:
-    """Per-request TTFT and end time, every inter-token gap, and the step log."""
+    """Per-request time to first token and latency (arrival to last token), every inter-token
+    gap, the number of steps and their mean number of sequences."""
 
     ttft: np.ndarray
     itl: np.ndarray
@@ -324,76 +381,101 @@ class SimResult:
                 "itl": {p: float(np.percentile(self.itl, p)) for p in q} if self.itl.size else {}}
 
 
-def simulate(dep: Deployment, requests: Requests, max_batch: int = 256, chunk_tokens: int = 2048,
-             par=None, max_steps: int = 200_000) -> SimResult:
-    """Serve ``requests`` with continuous batching and chunked prefill: every step runs all
-    running decodes plus up to ``chunk_tokens`` prompt tokens (the oldest waiting prompts
-    first); a request joins when fewer than ``max_batch`` are running and its KV cache fits
-    in the chips' HBM after the weights. Step times come from ``step_time``."""
+def simulate(dep: Deployment, requests: Requests, max_batch: int = 256,
+             chunk_tokens: int = 2048, par=None, max_steps: int = 200_000) -> SimResult:
+    """Serve ``requests`` with continuous batching and chunked prefill (vLLM's and Sarathi-Serve's
+    scheduler): each step carries every running decode and fills the rest of a budget of
+    ``chunk_tokens`` tokens with prompt tokens, oldest request first (a long prompt is cut into
+    chunks over several steps). A waiting request is admitted, in arrival order, while fewer
+    than ``max_batch`` run and the KV cache of its whole prompt + output fits in the HBM left
+    after the weights (90 % of HBM usable). The prefill's last chunk emits the first token.
+    Step times are ``step_time``'s forecast."""
     par = efficiency.params() if par is None else par
+    if not isinstance(requests, Requests):
+        raise TypeError(f"requests must be a serving.Requests, got {type(requests).__name__}")
     max_batch = check_int("max_batch", max_batch)
     chunk = check_int("chunk_tokens", chunk_tokens)
+    if chunk <= max_batch:
+        raise ValueError(f"chunk_tokens ({chunk}) must exceed max_batch ({max_batch}): the "
+                         f"decodes come first in each step's token budget, so prompts would "
+                         f"never be served")
     r = requests
     n = r.arrival.size
+    P, O, A = r.prompt_len, r.output_len, r.arrival
+    need = P + O
     kv_tok = dep.kv_bytes_per_token
     w_bytes = dep.shapes.P_total * inference.bytes_per_elem(dep.weights)
     cap = (dep.n_chips * dep.chip.hbm_bytes * 0.9 - w_bytes) / kv_tok
-    if cap < r.prompt_len.max() + r.output_len.max():
-        raise ValueError(f"the largest request ({int(r.prompt_len.max() + r.output_len.max())} "
-                         f"tokens) does not fit in the KV space left after the weights "
-                         f"({max(cap, 0):.0f} tokens)")
-    done_pf = np.zeros(n, dtype=np.int64)       # prompt tokens prefilled
+    if cap < need.max():
+        raise ValueError(f"the largest request ({int(need.max())} tokens) does not fit in the "
+                         f"KV space left after the weights ({max(cap, 0):.0f} tokens)")
+    # step_time's terms as tables over the token count and the decode count (one vectorised
+    # call each), so a step costs a few scalar operations
+    fam = efficiency.family(dep.chip)
+    L = dep.shapes.L
+    launch = par.of(fam, "launch_s")
+    over = par["serve.step_overhead_s"]
+    m_tab = sum(_m_terms(dep, np.arange(1, max(chunk, max_batch) + 1), par).values())
+    head_tab = _lm_head(dep, np.arange(0, max_batch + 1), par)
+    kv_s = dep.kv_bytes_per_token / dep.n_chips * _kv_cost_per_byte(dep, par)
+    attn_s = 1.0 / (dep.n_chips * par.of(fam, "attn_eff") * dep.chip.peak("bf16"))
+    done = np.zeros(n, dtype=np.int64)          # prompt tokens prefilled
     gen = np.zeros(n, dtype=np.int64)           # tokens generated
     ttft = np.full(n, np.nan)
-    last_tok = np.full(n, np.nan)
+    last = np.full(n, np.nan)
     finish = np.full(n, np.nan)
-    itl = []
-    running: list = []
+    itl = np.empty(int(np.sum(O - 1)))
+    n_itl = 0
+    running = np.zeros(n, dtype=bool)
+    used = 0                                    # KV tokens reserved by running requests
     nxt = 0
     t = 0.0
     steps = 0
     batch_sum = 0
-    while np.isnan(finish).any():
+    n_left = n
+    while n_left:
         if steps >= max_steps:
             raise RuntimeError(f"simulation did not finish in {max_steps} steps")
-        while nxt < n and r.arrival[nxt] <= t and len(running) < max_batch and \
-                sum(int(r.prompt_len[j] + r.output_len[j]) for j in running) + \
-                int(r.prompt_len[nxt] + r.output_len[nxt]) <= cap:
-            running.append(nxt)
+        n_run = int(running.sum())
+        while nxt < n and A[nxt] <= t and n_run < max_batch and used + need[nxt] <= cap:
+            running[nxt] = True
+            used += int(need[nxt])
+            n_run += 1
             nxt += 1
-        if not running:
-            t = max(t, float(r.arrival[nxt]))
+        if n_run == 0:
+            t = max(t, float(A[nxt]))
             continue
-        dec = [j for j in running if done_pf[j] == r.prompt_len[j]]
-        budget = chunk
-        pf_now = []
-        for j in running:
-            if done_pf[j] < r.prompt_len[j] and budget > 0:
-                k = int(min(budget, r.prompt_len[j] - done_pf[j]))
-                pf_now.append((j, k))
-                budget -= k
-        ctx = float(sum(done_pf[j] + gen[j] for j in dec))
-        n_pf = sum(k for _, k in pf_now)
-        fl = sum(_causal_flops(dep, 1, k, past=int(done_pf[j])) for j, k in pf_now)
-        st = step_time(dep, len(dec), ctx, n_prefill_tokens=n_pf, prefill_attn_flops=fl,
-                       par=par)
-        t += st.forecast
+        idx = np.nonzero(running)[0]            # admission order = arrival order
+        left = P[idx] - done[idx]
+        dec = idx[left == 0]
+        pf = idx[left > 0]
+        rem = left[left > 0]
+        budget = chunk - dec.size
+        take = np.clip(budget - (np.cumsum(rem) - rem), 0, rem)
+        pf, take = pf[take > 0], take[take > 0]
+        # the step's forecast, as step_time prices it, from the tables built above
+        Mi = dec.size + int(take.sum())
+        dt = m_tab[Mi - 1] + head_tab[dec.size] + over
+        if dec.size:
+            dt += float(np.sum(done[dec] + gen[dec])) * kv_s + L * launch
+        if pf.size:
+            dt += float(np.sum(causal_flops(dep, 1, take, past=done[pf]))) * attn_s + L * launch
+        t += dt
         steps += 1
-        batch_sum += len(dec) + len(pf_now)
-        for j in dec:
-            gen[j] += 1
-            itl.append(t - last_tok[j])
-            last_tok[j] = t
-        for j, k in pf_now:
-            done_pf[j] += k
-            if done_pf[j] == r.prompt_len[j]:     # the prefill's last chunk emits token 1
-                gen[j] += 1
-                ttft[j] = t - r.arrival[j]
-                last_tok[j] = t
-        for j in list(running):
-            if gen[j] >= r.output_len[j]:
-                finish[j] = t
-                running.remove(j)
-    return SimResult(ttft, np.asarray(itl, dtype=float), finish - r.arrival,
-                     float(np.nanmax(finish) - r.arrival[0]), int(r.output_len.sum()), steps,
-                     batch_sum / max(steps, 1))
+        batch_sum += dec.size + pf.size
+        gen[dec] += 1
+        itl[n_itl:n_itl + dec.size] = t - last[dec]
+        n_itl += dec.size
+        last[dec] = t
+        done[pf] += take
+        first = pf[done[pf] == P[pf]]          # the prefill's last chunk emits token 1
+        gen[first] += 1
+        ttft[first] = t - A[first]
+        last[first] = t
+        fin = idx[gen[idx] >= O[idx]]
+        finish[fin] = t
+        running[fin] = False
+        used -= int(np.sum(need[fin]))
+        n_left -= fin.size
+    return SimResult(ttft, itl[:n_itl], finish - A, float(np.max(finish) - A[0]),
+                     int(O.sum()), steps, batch_sum / max(steps, 1))

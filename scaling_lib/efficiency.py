@@ -142,10 +142,12 @@ _PRIOR_TABLE = {
                                                     "kernels)",
                                   "sglang PR #2904 (H100, TP 8, 512 B): 5.9 µs custom, 10.1 µs "
                                   "vLLM's kernel"),
-    "serve.wq_compute_eff": (0.7, 0.3, 1.0, "compute rate of weight-only quantised GEMMs "
-                                            "(dequantised in registers) relative to the 16-bit "
-                                            "peak", "assumed; no published measurement in the "
-                                                    "data"),
+    "serve.wq_compute_eff": (0.7, 0.3, 1.0,
+                             "compute rate of weight-only quantised GEMMs (dequantised in "
+                             "registers) relative to the rate the same GEMM reaches in 16 bits",
+                             "assumed; no published measurement in the data; Marlin's README: "
+                             "near-ideal 4x over FP16 only up to 16-32 tokens; IST-DASLab/marlin"
+                             "#2: at long sequences FP16xFP16 cuBLAS outperforms it on A100"),
     "serve.gqa_reread": (0.0, 0.0, 1.0, "share of the query heads of a GQA group that re-read the "
                                         "group's KV cache in a decode step (0: read once per "
                                         "group, as XQA/FlashInfer kernels do; 1: once per query "

@@ -131,31 +131,33 @@ def _dense_rows_gemms(dep):
 def _gemm_layer(dep, M, par):
     """Seconds of one (average) layer's GEMMs on one chip when the step holds M tokens in all:
     each of the ``ep`` attention replicas has M/ep rows for the dense GEMMs; each routed expert
-    sees M·k/E rows (balanced routing) and a chip runs E/ep of them. Weight-only quantised
-    weights (stored narrower than the arithmetic) are dequantised in registers and compute at
-    ``serve.wq_compute_eff`` of the peak. Vectorised over M."""
-    sh = dep.shapes
-    w = dep.weights
-    a = dep.compute
-    Mr = np.maximum(M / dep.ep, 1.0)
-    t = 0.0
-    flops = 0.0
-    for N, K in _dense_rows_gemms(dep):
-        g = efficiency.gemm_time(Mr, N, K, dep.chip, a=a, b=w, out="bf16", compute=a, par=par)
-        t = t + g.forecast
-        flops = flops + g.flops
+    sees M·k/E rows (balanced routing) and a chip runs E/ep of them. Each GEMM is
+    ``efficiency.gemm_time``. Weight-only quantised weights (stored narrower than the
+    arithmetic, e.g. INT4 weights in a BF16 GEMM; Marlin-style kernels) read fewer bytes, tile
+    M by 16 rows, and do their math at ``serve.wq_compute_eff`` of the rate the same GEMM
+    reaches in 16 bits. Vectorised over M."""
+    sh, c = dep.shapes, dep.chip
+    w, a = dep.weights, dep.compute
+    wq = inference.bytes_per_elem(w) < inference.bytes_per_elem(a)
+    fam = efficiency.family(c)
+    rate = par.of(fam, "mm_eff") * c.peak(a) * par["serve.wq_compute_eff"]
+    launch = par.of(fam, "launch_s")
+
+    def one(rows, N, K, count=1):
+        g = efficiency.gemm_time(rows, N, K, c, a=a, b=w, out="bf16", compute=a, par=par,
+                                 count=count)
+        if not wq:
+            return g.forecast
+        tc = g.flops * (np.ceil(rows / 16) * 16 / rows) / rate
+        return count * launch + np.maximum(tc, g.t_memory)
+
+    Mr = np.maximum(np.asarray(M, dtype=float) / dep.ep, 1.0)
+    t = sum(one(Mr, N, K) for N, K in _dense_rows_gemms(dep))
     if sh.E > 1 and sh.moe_frac > 0:
-        e_local = sh.E / dep.ep
-        Me = np.maximum(M * sh.k / sh.E, 1.0)
-        te = 0.0
-        for N, K in (((sh.mats - 1) * sh.F_e / dep.tp, sh.D), (sh.D, sh.F_e / dep.tp)):
-            g = efficiency.gemm_time(Me, N, K, dep.chip, a=a, b=w, out="bf16", compute=a,
-                                     par=par, count=e_local)
-            te = te + g.forecast
-            flops = flops + sh.moe_frac * g.flops
+        Me = np.maximum(np.asarray(M, dtype=float) * sh.k / sh.E, 1.0)
+        te = sum(one(Me, N, K, count=sh.E / dep.ep)
+                 for N, K in (((sh.mats - 1) * sh.F_e / dep.tp, sh.D), (sh.D, sh.F_e / dep.tp)))
         t = t + sh.moe_frac * te
-    if inference.bytes_per_elem(w) < inference.bytes_per_elem(a):
-        t = np.maximum(t, flops / (dep.chip.peak(a) * par["serve.wq_compute_eff"]))
     return t
 
 

@@ -31,7 +31,8 @@ import numpy as np
 from . import collectives, data, efficiency, hardware, topology
 from .units import dtype_bytes
 
-__all__ = ["Row", "rows", "summary", "calibrate", "terms", "forecast", "GOALS", "main"]
+__all__ = ["Row", "rows", "summary", "calibrate", "terms", "forecast", "GOALS", "main",
+           "FLAGSHIPS", "FLAGSHIP_GOAL", "FlagshipRank", "flagship_ranks", "stats", "pending"]
 
 #: the issue's goals over the appendix's measurements
 GOALS = MappingProxyType({"median_abs_error": 0.15, "within_20pct": 0.80})
@@ -387,6 +388,79 @@ def summary(par=None) -> dict:
 
 
 # =============================================================================================
+# the flagship runs: where the planner puts the published layout
+# =============================================================================================
+
+#: the four flagship layouts of ``layouts`` (issue #16) and the measurement that holds each
+#: run's published number (and the inputs the forecast needs beyond the layout: DeepSeek-V3's
+#: 20 communication SMs)
+FLAGSHIPS = MappingProxyType({"llama3-405b-8k": "llama3-405b-8k-16384",
+                              "deepseek-v3": "deepseek-v3",
+                              "megatron-1t": "megatron-gpt-1008b",
+                              "palm-540b": "palm-540b"})
+#: the issue's goal for them: the published layout among the forecast's best ``TOP`` of the
+#: planner's space, with its forecast within ±20 % of the published step time, for at least 3
+FLAGSHIP_GOAL = MappingProxyType({"top": 5, "tolerance": 0.20, "count": 3})
+
+
+@dataclass(frozen=True)
+class FlagshipRank:
+    """A published layout inside the planner's search (``layouts.plan_contains``): its rank by
+    the bound (how ``step.plan`` orders) and by the forecast, among ``n`` feasible candidates;
+    times in seconds per step."""
+
+    key: str
+    title: str
+    strategy: str
+    published: float
+    bound: float
+    forecast: float
+    rank_bound: int
+    rank_forecast: int
+    n: int
+    best: str
+    best_forecast: float
+
+    @property
+    def ratio(self) -> float:
+        """published / forecast."""
+        return self.published / self.forecast
+
+    @property
+    def meets_goal(self) -> bool:
+        return (self.rank_forecast <= FLAGSHIP_GOAL["top"] and
+                abs(self.ratio - 1) <= FLAGSHIP_GOAL["tolerance"])
+
+
+def flagship_ranks(par=None) -> list:
+    """For each flagship layout: the planner's space (``layouts.plan_contains``, every feasible
+    candidate), each candidate's forecast, and where the published layout ranks by bound and by
+    forecast (1 = fastest; candidates tied with it within 0.1 % rank with it)."""
+    from . import layouts
+    par = efficiency.params() if par is None else par
+    out = []
+    for key, mid in FLAGSHIPS.items():
+        lay = layouts.get(key)
+        sms = int(data.get(mid).inputs["layout"].get("comm_sms", 0))
+        d = layouts.plan_contains(key)
+        if d["rank"] is None:
+            raise AssertionError(f"{key}: the planner's space does not hold the published layout")
+        res = d["plan"].results
+        fc = np.array([efficiency.training_forecast(r, lay.cfg, par=par, comm_sms=sms).forecast
+                       for r in res])
+        bd = np.array([r.step_time for r in res])
+        i = d["rank"] - 1
+        r0 = d["result"]
+        j = int(np.argmin(fc))
+        out.append(FlagshipRank(
+            key, lay.title, str(lay.strategy), lay.published_step_time(r0.model_flops),
+            float(bd[i]), float(fc[i]), int(np.sum(bd < bd[i] * (1 - 1e-3))) + 1,
+            int(np.sum(fc < fc[i] * (1 - 1e-3))) + 1, len(res), str(res[j].strategy),
+            float(fc[j])))
+    return out
+
+
+# =============================================================================================
 # calibration on the calibration half
 # =============================================================================================
 
@@ -436,7 +510,7 @@ def _fmt(s: dict) -> str:
             f"{s['median_ratio']:.3f}")
 
 
-def report(par=None) -> str:
+def report(par=None, flagships: bool = True) -> str:
     s = summary(par)
     lines = ["model vs published measurements (ratio = measured / forecast)",
              f"  all       {_fmt(s['all'])}", f"  calibrate {_fmt(s['calibrate'])}",
@@ -453,6 +527,19 @@ def report(par=None) -> str:
         g["within_20pct"] >= GOALS["within_20pct"]
     lines.append(f"  goals on the held-out half (median <= {100 * GOALS['median_abs_error']:.0f} %, "
                  f">= {100 * GOALS['within_20pct']:.0f} % within ±20 %): {'met' if ok else 'NOT met'}")
+    if flagships:
+        fr = flagship_ranks(par)
+        lines.append("flagship runs: rank of the published layout in the planner's space "
+                     "(by bound / by forecast), published / forecast")
+        for f in fr:
+            lines.append(f"  {f.key:<16} rank {f.rank_bound:3d} / {f.rank_forecast:3d} of "
+                         f"{f.n:3d}  published/forecast = {f.ratio:.3f}  "
+                         f"{'meets' if f.meets_goal else 'misses'} the goal")
+        n_ok = sum(f.meets_goal for f in fr)
+        lines.append(f"  goal (top {FLAGSHIP_GOAL['top']} by forecast and within "
+                     f"±{100 * FLAGSHIP_GOAL['tolerance']:.0f} %, for >= {FLAGSHIP_GOAL['count']} "
+                     f"of {len(fr)}): {n_ok} of {len(fr)}: "
+                     f"{'met' if n_ok >= FLAGSHIP_GOAL['count'] else 'NOT met'}")
     return "\n".join(lines)
 
 

@@ -48,7 +48,8 @@ from .units import check_nonneg, check_positive, dtype_bytes
 __all__ = ["FAMILIES", "family", "Param", "Params", "PRIORS", "params", "PARAMS_PATH",
            "tile_factor", "mxu_factor", "gemm_time", "GemmForecast", "overlap",
            "collective_time", "alltoall_lowlatency_time", "attention_time", "fit", "FitResult",
-           "fit_cpu_roofline", "CpuRoofline", "REMAT_RECOMPUTE"]
+           "fit_cpu_roofline", "CpuRoofline", "REMAT_RECOMPUTE", "OWN_ROOFLINE_SHAPES",
+           "OwnRoofline", "own_roofline", "own_roofline_split"]
 
 #: chip families with their own parameters (Blackwell borrows Hopper's until data exist)
 FAMILIES = ("hopper", "ampere", "tpu", "cpu")
@@ -555,6 +556,117 @@ def fit_cpu_roofline(flops, nbytes, seconds, *, peak0=None, bw0=None) -> CpuRoof
             best = res
     rms = float(np.sqrt(np.mean(best.residuals ** 2)))
     return CpuRoofline(best["peak"], best["bw"], best["t0"], best["f"], int(F.size), rms)
+
+
+#: chapter 1's sweep on a CPU: (D, F) groups × batch sizes B, from tiny (overhead-bound) through
+#: memory-bound to compute-bound matmuls, f32 (≤ 1.2 GFLOP each, so the sweep fits the
+#: notebook's budget on two shared cores)
+OWN_ROOFLINE_SHAPES = MappingProxyType({(1024, 1024): (1, 4, 16, 64, 256, 512),
+                                        (512, 2048): (2, 8, 32, 128, 384, 512),
+                                        (2048, 512): (1, 4, 16, 64, 256, 512),
+                                        (768, 768): (2, 8, 32, 128, 512, 1024)})
+
+
+@dataclass(frozen=True)
+class OwnRoofline:
+    """Chapter 1's roofline of the reader's device: a sweep timed ``repeats`` times (each point's
+    fastest repeat counts: contention only ever adds time), a roofline-with-overhead fitted on
+    the calibration shapes only, and each point's measured / predicted. Arrays are per point.
+
+    ``spread``: the largest/smallest of each parameter when each repeat is fitted on its own
+    (how far the calibration moves from run to run on this machine)."""
+
+    B: np.ndarray
+    D: np.ndarray
+    F: np.ndarray
+    seconds: np.ndarray
+    flops: np.ndarray
+    nbytes: np.ndarray
+    calibrate: np.ndarray
+    fit: CpuRoofline
+    spread: Mapping[str, float]
+    repeats: int
+
+    @property
+    def predicted(self) -> np.ndarray:
+        return self.fit.time(self.flops, self.nbytes)
+
+    @property
+    def bound(self) -> np.ndarray:
+        """The clean roofline with the fitted peak and bandwidth (no overhead)."""
+        return self.fit.bound(self.flops, self.nbytes)
+
+    @property
+    def ratio(self) -> np.ndarray:
+        """measured / predicted."""
+        return self.seconds / self.predicted
+
+    @property
+    def held_out_error(self) -> float:
+        """median |measured/predicted − 1| on the shapes the fit never saw."""
+        return float(np.median(np.abs(self.ratio[~self.calibrate] - 1)))
+
+    @property
+    def held_out_bound_error(self) -> float:
+        """the same for the clean roofline (fitted peak and bandwidth, no overhead)."""
+        q = self.seconds[~self.calibrate] / self.bound[~self.calibrate]
+        return float(np.median(np.abs(q - 1)))
+
+
+def own_roofline_split(shapes=OWN_ROOFLINE_SHAPES):
+    """(B, D, F, calibrate?) of every point of a sweep: in each (D, F) group the batch sizes
+    alternate calibrate / score, starting on the other foot in every other group, so both
+    halves span the whole range of intensities and no scored shape is ever fitted."""
+    out = []
+    for g, ((D, F), Bs) in enumerate(shapes.items()):
+        check_positive("D", D, allow_array=False)
+        check_positive("F", F, allow_array=False)
+        for i, b in enumerate(Bs):
+            check_positive("B", b, allow_array=False)
+            out.append((int(b), int(D), int(F), (i + g) % 2 == 0))
+    return out
+
+
+def own_roofline(sweep, shapes=OWN_ROOFLINE_SHAPES, *, dtype: str = "f32", repeats: int = 2,
+                 n_iter: int = 7) -> OwnRoofline:
+    """Chapter 1's calibration on the reader's own device. ``sweep(Bs, D, F, dtype=, n_iter=)``
+    times X[B,D]·W[D,F] and returns dicts with 't' (``scaling_lib.xla.measure.matmul_sweep``;
+    passed in so that this module needs no JAX; called with ``stat='min'``: the fastest of
+    ``n_iter`` calls). Every group is timed ``repeats`` times, interleaved; each point keeps
+    its fastest time; ``fit_cpu_roofline`` fits peak, bandwidth,
+    a fixed overhead and the overlap on the calibration half of ``own_roofline_split``."""
+    repeats = int(repeats)
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if not callable(sweep):
+        raise TypeError(f"sweep must be callable (measure.matmul_sweep), got {type(sweep).__name__}")
+    pts = own_roofline_split(shapes)
+    bpe = dtype_bytes(dtype)
+    times = np.full((repeats, len(pts)), np.inf)
+    for r in range(repeats):
+        k = 0
+        for (D, F), Bs in shapes.items():
+            res = sweep(list(Bs), D, F, dtype=dtype, n_iter=n_iter, stat="min")
+            if len(res) != len(Bs):
+                raise ValueError(f"sweep returned {len(res)} points for {len(Bs)} batch sizes")
+            for x in res:
+                times[r, k] = float(x["t"])
+                k += 1
+    B = np.array([p[0] for p in pts], float)
+    D = np.array([p[1] for p in pts], float)
+    F = np.array([p[2] for p in pts], float)
+    cal = np.array([p[3] for p in pts])
+    flops = 2 * B * D * F
+    nbytes = (B * D + D * F + B * F) * bpe
+    t = times.min(axis=0)
+    fit_ = fit_cpu_roofline(flops[cal], nbytes[cal], t[cal])
+    spread = {}
+    if repeats > 1:
+        each = [fit_cpu_roofline(flops[cal], nbytes[cal], times[r, cal]) for r in range(repeats)]
+        for nm in ("peak", "bandwidth", "overhead"):
+            v = np.array([getattr(e, nm) for e in each])
+            spread[nm] = float(v.max() / v.min())
+    return OwnRoofline(B, D, F, t, flops, nbytes, cal, fit_, MappingProxyType(spread), repeats)
 
 
 # =============================================================================================

@@ -145,3 +145,54 @@ def test_shipped_parameters_were_calibrated_on_the_calibration_half_only():
     splits = {m.id: m.split for m in data.load()}
     assert all(splits[rid] == "calibrate" for rid in used)
     assert math.isclose(p["hopper.attn_eff"], p.info["hopper.attn_eff"].value)
+
+
+def _fake_sweep(peak, bw, t0, f, noise, seed=0):
+    """A stand-in for measure.matmul_sweep: a machine that follows the roofline with overhead,
+    with multiplicative noise that only ever adds time (contention)."""
+    rng = np.random.default_rng(seed)
+    calls = []
+
+    def sweep(Bs, D, F, dtype="f32", n_iter=5, stat="median"):
+        calls.append((tuple(Bs), D, F, dtype, n_iter, stat))
+        out = []
+        for b in Bs:
+            fl, by = 2.0 * b * D * F, 4.0 * (b * D + D * F + b * F)
+            t = float(eff.overlap(fl / peak, by / bw, f)) + t0
+            out.append({"t": t * (1 + abs(rng.normal(0, noise)))})
+        return out
+    return sweep, calls
+
+
+def test_own_roofline_fits_one_half_and_scores_the_other():
+    split = eff.own_roofline_split()
+    cal = [(b, d, f) for b, d, f, c in split if c]
+    held = [(b, d, f) for b, d, f, c in split if not c]
+    assert len(cal) == len(held) == 12 and not set(cal) & set(held)
+    # both halves span tiny (overhead-bound) and large (compute-bound) matmuls
+    for half in (cal, held):
+        fl = [2 * b * d * f for b, d, f in half]
+        assert min(fl) < 1e7 and max(fl) > 2e8
+    sweep, calls = _fake_sweep(5e10, 2e10, 1e-4, 0.5, noise=0.02)
+    o = eff.own_roofline(sweep, repeats=2, n_iter=3)
+    assert len(calls) == 8 and all(c[5] == "min" and c[4] == 3 for c in calls)
+    assert o.fit.peak == pytest.approx(5e10, rel=0.1)
+    assert o.fit.bandwidth == pytest.approx(2e10, rel=0.15)
+    assert o.fit.overhead == pytest.approx(1e-4, rel=0.2)
+    assert o.held_out_error < 0.03                  # the noise, not more
+    # without the overhead term and the partial overlap the same peak and bandwidth miss by more
+    assert o.held_out_bound_error > max(0.08, 3 * o.held_out_error)
+    assert set(o.spread) == {"peak", "bandwidth", "overhead"} and o.spread["peak"] < 1.1
+    assert o.ratio.shape == (24,) and np.all(o.predicted >= o.bound)
+
+
+def test_own_roofline_errors():
+    sweep, _ = _fake_sweep(5e10, 2e10, 2e-5, 0.5, noise=0.0)
+    with pytest.raises(ValueError, match="repeats must be >= 1"):
+        eff.own_roofline(sweep, repeats=0)
+    with pytest.raises(TypeError, match="sweep must be callable"):
+        eff.own_roofline("matmul_sweep")
+    with pytest.raises(ValueError, match="sweep returned 1 points for 6 batch sizes"):
+        eff.own_roofline(lambda Bs, D, F, **kw: [{"t": 1.0}], repeats=1)
+    with pytest.raises(ValueError, match="B must be > 0"):
+        eff.own_roofline_split({(8, 8): (0, 1)})

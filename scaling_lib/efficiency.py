@@ -558,13 +558,14 @@ def fit_cpu_roofline(flops, nbytes, seconds, *, peak0=None, bw0=None) -> CpuRoof
     return CpuRoofline(best["peak"], best["bw"], best["t0"], best["f"], int(F.size), rms)
 
 
-#: chapter 1's sweep on a CPU: (D, F) groups × batch sizes B, from tiny (overhead-bound) through
-#: memory-bound to compute-bound matmuls, f32 (≤ 1.2 GFLOP each, so the sweep fits the
-#: notebook's budget on two shared cores)
+#: chapter 1's sweep on a CPU: (D, F) groups × batch sizes B, from tiny (overhead-bound: the
+#: 256 × 256 group) through memory-bound to compute-bound matmuls, f32 (≤ 1.2 GFLOP each, so
+#: the sweep fits the notebook's budget on two cores)
 OWN_ROOFLINE_SHAPES = MappingProxyType({(1024, 1024): (1, 4, 16, 64, 256, 512),
                                         (512, 2048): (2, 8, 32, 128, 384, 512),
                                         (2048, 512): (1, 4, 16, 64, 256, 512),
-                                        (768, 768): (2, 8, 32, 128, 512, 1024)})
+                                        (768, 768): (2, 8, 32, 128, 512, 1024),
+                                        (256, 256): (1, 4, 16, 64, 256, 1024)})
 
 
 @dataclass(frozen=True)

@@ -6,26 +6,31 @@ Units: SI (seconds, bytes, tokens). Book: sec-07-batching (the decode-step bound
 sits on), sec-appendix-validation (against TensorRT-LLM's published throughput and latency).
 
 A serving **step** runs one forward pass over M tokens: the decode tokens of the running
-sequences plus, with chunked prefill, a slice of some prompts. Its forecast adds, per layer:
+sequences plus, with chunked prefill, a slice of some prompts. A ``Deployment`` is ``ep``
+attention replicas of ``tp`` chips each (tensor parallel inside a replica; the routed experts
+of an MoE spread over all tp·ep chips). Its forecast adds, per layer:
 
-- the layer's GEMMs at M rows (``efficiency.gemm_time``: the weight-read floor, tile/wave
-  quantisation, launch; weight-only quantised GEMMs compute at ``serve.wq_compute_eff``);
+- the layer's GEMMs at M/ep rows (``efficiency.gemm_time``: the weight-read floor, tile/wave
+  or MXU quantisation, launch); routed experts at M·k/E rows each; weight-only quantised
+  weights read fewer bytes but compute at ``serve.wq_compute_eff`` of the 16-bit rate;
 - attention: reading each sequence's KV cache (decode; kernels that do not share a GQA group's
   KV cache among its query heads read it up to N/K times, ``serve.gqa_reread``) and the
-  prompt's causal attention FLOPs (prefill), over ``hbm_eff`` and ``attn_eff``;
-- tensor parallelism: two AllReduces of the [M, d_model] activations per layer, each a fixed
-  latency (``serve.allreduce_latency_s``: custom one-shot kernels) plus bytes over NVLink;
+  prompt's causal attention FLOPs (prefill) at ``attn_eff``;
+- tensor parallelism: two AllReduces of the [M/ep, d_model] activations per layer, each a
+  fixed latency (``serve.allreduce_latency_s``) plus the ring's bytes over NVLink (GPUs) or
+  ICI (TPUs);
 - MoE expert parallelism: a dispatch and a combine per MoE layer (DeepEP-style low-latency
   all-to-all, ``efficiency.alltoall_lowlatency_time``);
-- a few elementwise kernels (norms, rotary, residuals, activation) of ``launch_s`` each;
+- a few elementwise kernels (norms, rotary, residuals, activation) of ``launch_s`` each, and
+  their passes over the residual stream;
 
 and, per step, the LM head and ``serve.step_overhead_s`` (scheduling, sampling). The **bound**
-is chapter 7's (``inference.decode_step_time`` / ``prefill_time``): every byte read once and
-every FLOP at peak, nothing else.
+is chapter 7's (``inference.decode_step_time`` for a pure decode step): every byte read once
+and every FLOP at peak, nothing else. Everything is vectorised over the step's sizes.
 
 ``simulate`` runs requests (arrival times, prompt and output lengths) through a continuous-
-batching server that fills each step with the running decodes and up to ``chunk_tokens``
-prompt tokens: it returns time to first token (TTFT) and inter-token latency (ITL)
+batching server whose steps carry every running decode plus prompt tokens up to a token
+budget (chunked prefill): it returns time to first token (TTFT) and inter-token latency (ITL)
 distributions and the throughput.
 Ignores: speculative decoding, prefix caching, KV offload, pipeline parallelism in serving,
 preemption (a request admitted keeps its KV until it finishes), network time to the client.

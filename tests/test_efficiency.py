@@ -168,14 +168,14 @@ def test_own_roofline_fits_one_half_and_scores_the_other():
     split = eff.own_roofline_split()
     cal = [(b, d, f) for b, d, f, c in split if c]
     held = [(b, d, f) for b, d, f, c in split if not c]
-    assert len(cal) == len(held) == 12 and not set(cal) & set(held)
+    assert len(cal) == len(held) == 15 and not set(cal) & set(held)
     # both halves span tiny (overhead-bound) and large (compute-bound) matmuls
     for half in (cal, held):
         fl = [2 * b * d * f for b, d, f in half]
         assert min(fl) < 1e7 and max(fl) > 2e8
     sweep, calls = _fake_sweep(5e10, 2e10, 1e-4, 0.5, noise=0.02)
     o = eff.own_roofline(sweep, repeats=2, n_iter=3)
-    assert len(calls) == 8 and all(c[5] == "min" and c[4] == 3 for c in calls)
+    assert len(calls) == 10 and all(c[5] == "min" and c[4] == 3 for c in calls)
     assert o.fit.peak == pytest.approx(5e10, rel=0.1)
     assert o.fit.bandwidth == pytest.approx(2e10, rel=0.15)
     assert o.fit.overhead == pytest.approx(1e-4, rel=0.2)
@@ -183,7 +183,7 @@ def test_own_roofline_fits_one_half_and_scores_the_other():
     # without the overhead term and the partial overlap the same peak and bandwidth miss by more
     assert o.held_out_bound_error > max(0.08, 3 * o.held_out_error)
     assert set(o.spread) == {"peak", "bandwidth", "overhead"} and o.spread["peak"] < 1.1
-    assert o.ratio.shape == (24,) and np.all(o.predicted >= o.bound)
+    assert o.ratio.shape == (30,) and np.all(o.predicted >= o.bound)
 
 
 def test_own_roofline_errors():

@@ -2,8 +2,9 @@
 bound leaves out, static batches, and a request-level simulation with continuous batching and
 chunked prefill.
 
-Units: SI (seconds, bytes, tokens). Book: sec-07-batching (the decode-step bound this forecast
-sits on), sec-appendix-validation (against TensorRT-LLM's published throughput and latency).
+Units: SI (seconds, bytes, tokens). Book: sec-07-step (the decode-step bound this forecast
+sits on), sec-07-continuous (continuous batching), sec-appendix-validation (against
+TensorRT-LLM's published throughput and latency).
 
 A serving **step** runs one forward pass over M tokens: the decode tokens of the running
 sequences plus, with chunked prefill, a slice of some prompts. A ``Deployment`` is ``ep``

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "scaling_lib"
 
 CORE = {"units", "errors", "hooks", "hardware", "topology", "collectives", "sharding", "memory",
         "pipeline", "strategy", "step", "transformer", "models", "roofline", "chip_internals",
-        "inference", "gpu_parallel", "layouts", "hlo", "training",
+        "inference", "gpu_parallel", "layouts", "hlo", "training", "serving",
         "data", "efficiency", "validation"}
 #: top-level names kept for notebooks: thin aliases of the moved JAX-side modules
 JAX_SHIMS = {"devices", "jax_compat", "jax_model", "kv_decode", "measure", "profiling"}

@@ -575,7 +575,9 @@ class OwnRoofline:
     the calibration shapes only, and each point's measured / predicted. Arrays are per point.
 
     ``spread``: the largest/smallest of each parameter when each repeat is fitted on its own
-    (how far the calibration moves from run to run on this machine)."""
+    (how far the calibration moves from run to run on this machine); ``repeat_noise``: the
+    median |t₁/t₂ − 1| of the same shape timed in two repeats: no model can be scored closer
+    than the machine repeats itself."""
 
     B: np.ndarray
     D: np.ndarray
@@ -587,6 +589,7 @@ class OwnRoofline:
     fit: CpuRoofline
     spread: Mapping[str, float]
     repeats: int
+    repeat_noise: float = float("nan")
 
     @property
     def predicted(self) -> np.ndarray:
@@ -662,12 +665,15 @@ def own_roofline(sweep, shapes=OWN_ROOFLINE_SHAPES, *, dtype: str = "f32", repea
     t = times.min(axis=0)
     fit_ = fit_cpu_roofline(flops[cal], nbytes[cal], t[cal])
     spread = {}
+    noise = float("nan")
     if repeats > 1:
+        noise = float(np.median(np.abs(times[0] / times[1] - 1)))
         each = [fit_cpu_roofline(flops[cal], nbytes[cal], times[r, cal]) for r in range(repeats)]
         for nm in ("peak", "bandwidth", "overhead"):
             v = np.array([getattr(e, nm) for e in each])
             spread[nm] = float(v.max() / v.min())
-    return OwnRoofline(B, D, F, t, flops, nbytes, cal, fit_, MappingProxyType(spread), repeats)
+    return OwnRoofline(B, D, F, t, flops, nbytes, cal, fit_, MappingProxyType(spread), repeats,
+                       noise)
 
 
 # =============================================================================================

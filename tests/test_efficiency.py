@@ -183,6 +183,7 @@ def test_own_roofline_fits_one_half_and_scores_the_other():
     # without the overhead term and the partial overlap the same peak and bandwidth miss by more
     assert o.held_out_bound_error > max(0.08, 3 * o.held_out_error)
     assert set(o.spread) == {"peak", "bandwidth", "overhead"} and o.spread["peak"] < 1.1
+    assert 0.003 < o.repeat_noise < 0.03          # |N(0, 2%)| noise on both repeats
     assert o.ratio.shape == (30,) and np.all(o.predicted >= o.bound)
 
 

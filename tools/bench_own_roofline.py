@@ -31,7 +31,8 @@ def main(argv=None):
         sp = ", ".join(f"{k} x{v:.2f}" for k, v in o.spread.items())
         print(f"run {run + 1}: held-out median |measured/predicted - 1| = {100 * o.held_out_error:5.1f} %"
               f" (clean roofline {100 * o.held_out_bound_error:5.1f} %, worst point "
-              f"{100 * max(abs(o.ratio[~o.calibrate] - 1)):5.0f} %); fit peak {f.peak:.3g} FLOP/s, "
+              f"{100 * max(abs(o.ratio[~o.calibrate] - 1)):5.0f} %; the same shape in two repeats differs by "
+              f"{100 * o.repeat_noise:4.0f} % at the median); fit peak {f.peak:.3g} FLOP/s, "
               f"bandwidth {f.bandwidth:.3g} B/s, overhead {f.overhead:.2g} s, overlap {f.overlap:.2f};"
               f" spread between repeats: {sp}; {time.perf_counter() - t0:.0f} s", flush=True)
     ok = sum(e <= GOAL for e in errs)

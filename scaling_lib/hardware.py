@@ -49,7 +49,7 @@ class Chip:
     vmem_bytes: float = 0.0        #: TPU VMEM capacity (bytes) where the book gives it
     vmem_bw: float = 0.0           #: TPU VMEM bandwidth (bytes/s) where the book gives it
     l2_bytes: float = 0.0          #: GPU L2 cache (bytes)
-    smem_bytes_per_sm: float = 0.0  #: GPU shared memory / L1 per SM (bytes)
+    smem_bytes_per_sm: float = 0.0  #: GPU shared memory / L1 per SM (bytes; NVIDIA's "KB" are KiB)
     price_per_hour: float | None = None  #: USD per chip-hour, on-demand (Feb 2025 snapshot)
     efficiency: float = 0.95       #: achievable fraction of peak (book: TPU ~0.95, GPU ~0.80-0.85)
     source: str = ""               #: where the numbers come from
@@ -61,7 +61,8 @@ class Chip:
     mxus_per_core: int = 0         #: TPU MXUs per TensorCore
     megacore: bool = False         #: two TensorCores act as one JAX device (v4p, v5p)
     torus_dims: int = 0            #: 2 or 3 (TPU ICI torus)
-    host_shape: tuple = ()         #: chips under one host, as a sub-grid (v5e (4, 2); v5p (2, 2, 1))
+    host_shape: tuple = ()         #: chips under one host, as a sub-grid (v5e (4, 2); v5p (2, 2, 1));
+    #: its product is ``chips_per_host`` (tests/test_hardware.py)
     vregs_bytes_per_core: float = 0.0  #: TPU vector registers per TensorCore (bytes)
     vpu_alus_per_core: int = 0     #: TPU VPU ALUs per core (8 sublanes × 128 lanes × ALUs/lane)
     subpartitions_per_sm: int = 0  #: GPU: 4 since Volta
@@ -118,8 +119,19 @@ class Chip:
             raise ValueError(f"{self.name} is not a GPU; n_sm is only defined for GPUs")
         return self.cores
 
-    def peak(self, dtype: str = "bf16") -> float:
-        """Dense peak FLOPs/s (OPs/s for int8) for arithmetic in ``dtype``."""
+    @property
+    def float16_dtype(self) -> str:
+        """The 16-bit float the matrix units run at full rate: 'bf16', or 'f16' on chips without
+        bf16 (V100). What ``peak()`` and ``critical_intensity()`` use when no dtype is given."""
+        for k in ("bf16", "f16"):
+            if k in self.flops_per_s:
+                return k
+        raise ValueError(f"{self.name} has no bf16 or f16 peak in the catalogue; "
+                         f"it has: {', '.join(self.flops_per_s)}")
+
+    def peak(self, dtype: str | None = None) -> float:
+        """Dense peak FLOPs/s (OPs/s for int8) for arithmetic in ``dtype`` (None: the 16-bit
+        float peak, ``float16_dtype``)."""
         return peak_flops(self, dtype)
 
     def bandwidth(self, link: str = "hbm") -> float:
@@ -137,7 +149,7 @@ class Chip:
             raise ValueError(f"{self.name} has no {link!r} bandwidth in the catalogue")
         return bw
 
-    def critical_intensity(self, dtype: str = "bf16", link: str = "hbm") -> float:
+    def critical_intensity(self, dtype: str | None = None, link: str = "hbm") -> float:
         """C / W in FLOPs per byte. Book: eq-01-icrit."""
         return critical_intensity(self, dtype=dtype, link=link)
 
@@ -156,7 +168,7 @@ def _tpu(name, bf16, hbm, hbm_bw, link1, links, **kw):
 
 
 def _gpu(name, bf16, hbm, hbm_bw, nvl, **kw):
-    flops = {"bf16": bf16}
+    flops = {} if bf16 is None else {"bf16": bf16}     # None: the GPU has no bf16 (V100)
     flops.update(kw.pop("extra_flops", {}))
     kw.setdefault("efficiency", 0.8)
     return Chip(name=name, family="gpu", flops_per_s=flops, hbm_bytes=hbm, hbm_bw=hbm_bw,
@@ -169,12 +181,13 @@ _CHIPS = [
     # ---- TPUs (CANON §1.1; spec 02 Tables A-D, G) ----------------------------------------
     _tpu("TPU v3", 1.4e14, 32e9, 9.0e11, 1e11, 4, extra_flops={"int8": 1.4e14},
          pcie_bw=1.6e10, chips_per_host=4, pod_shape=(32, 32), cores=2,
-         mxu_size=128, mxus_per_core=2, torus_dims=2, host_shape=(4, 2), dcn_bw_1way=6.25e9,
+         mxu_size=128, mxus_per_core=2, torus_dims=2, host_shape=(2, 2), dcn_bw_1way=6.25e9,
          network_source="ICI 1e11/link/dir (book ch.2 table, CANON 1.1). DCN: Google publishes no "
                         "per-host figure for v3; ASSUMPTION 2.5e10 per host of 4 chips (the "
                         "v5e/v5p host figure, CANON 1.1 / D8) = 6.25e9 per chip",
          source="book ch.2 table: 1.4e14 bf16 (vendor 1.23e14; CANON D15), no int8 speed-up; "
-                "host '4x2' as printed (vendor: 4 chips = 8 cores); PCIe 1.6e10 assumed (02 Table E)"),
+                "host 2x2 chips (the book's '4x2' counts the 8 TensorCores of the host's 4 chips; "
+                "vendor: 4 chips per host); PCIe 1.6e10 assumed (02 Table E)"),
     _tpu("TPU v4p", 2.75e14, 32e9, 1.2e12, 4.5e10, 6, extra_flops={"int8": 2.75e14},
          pcie_bw=1.6e10, chips_per_host=4, pod_shape=(16, 16, 16), cores=2, megacore=True,
          mxu_size=128, mxus_per_core=4, torus_dims=3, host_shape=(2, 2, 1), dcn_bw_1way=6.25e9,
@@ -215,19 +228,20 @@ _CHIPS = [
                 "not stated, 4 assumed; PCIe not stated, 1.6e10 assumed (02 Table E); 2 cores, "
                 "no megacore"),
     # ---- GPUs (CANON §1.2; spec 12 Facts; NVLink per GPU per direction) ----------------------
-    _gpu("V100", 1.25e14, 32e9, 9.0e11, 1.5e11, extra_flops={"f16": 1.25e14},
-         chips_per_host=8, cores=80, l2_bytes=6e6, smem_bytes_per_sm=96e3,
+    _gpu("V100", None, 32e9, 9.0e11, 1.5e11, extra_flops={"f16": 1.25e14},
+         chips_per_host=8, cores=80, l2_bytes=6e6, smem_bytes_per_sm=96 * KiB,
          generation="Volta", clock_base_hz=1.25e9, clock_hz=1.38e9, subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=16, regs_bytes_per_sm=_KiB_SM, nvlink_gen="2.0",
          nvlink_links=6, nvlink_link_bw_1way=2.5e10, dcn_bw_1way=6.25e9,
          network_source="NVLink2 6x25 GB/s per GPU, hybrid cube-mesh, no NVSwitch (vendor DGX-1 "
                         "V100); NIC: DGX-1 has 4x 100 Gb/s EDR InfiniBand for 8 GPUs = 6.25e9 per "
                         "GPU (vendor DGX-1 datasheet)",
-         source="book ch.12 tables; vendor: no bf16, value is the fp16 tensor-core peak; clocks "
-                "are the PCIe card (SXM2 boosts to 1.53 GHz); SMEM 96 kB = max shared; NVLink2 "
+         source="book ch.12 tables; vendor: no bf16, so only the fp16 tensor-core peak is stored "
+                "('f16'; peak('bf16') raises); clocks are the PCIe card (SXM2 boosts to 1.53 GHz); "
+                "SMEM 96 KiB = max shared; NVLink2 "
                 "6x25 GB/s"),
     _gpu("A100", 3.1e14, 80e9, 2.0e12, 3.0e11, extra_flops={"int8": 6.2e14},
-         chips_per_host=8, pod_shape=(8,), cores=108, l2_bytes=40e6, smem_bytes_per_sm=192e3,
+         chips_per_host=8, pod_shape=(8,), cores=108, l2_bytes=40e6, smem_bytes_per_sm=192 * KiB,
          generation="Ampere", clock_base_hz=1.10e9, clock_hz=1.41e9, subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=16, regs_bytes_per_sm=_KiB_SM, nvlink_gen="3.0",
          nvlink_links=12, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=6, dcn_bw_1way=2.5e10,
@@ -239,7 +253,7 @@ _CHIPS = [
     _gpu("H100", 9.89e14, 80e9, 3.35e12, 4.5e11,
          extra_flops={"fp8": 1.979e15, "int8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
-         smem_bytes_per_sm=256e3, price_per_hour=10.8, price_date="2025-02",
+         smem_bytes_per_sm=256 * KiB, price_per_hour=10.8, price_date="2025-02",
          generation="Hopper", clock_base_hz=1.59e9, clock_hz=1.98e9, subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
          nvlink_links=18, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=4,
@@ -252,7 +266,7 @@ _CHIPS = [
     _gpu("H200", 9.89e14, 141e9, 4.8e12, 4.5e11,
          extra_flops={"fp8": 1.979e15, "int8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
-         smem_bytes_per_sm=256e3, price_per_hour=10.0, price_date="book ch.12 (approx.)",
+         smem_bytes_per_sm=256 * KiB, price_per_hour=10.0, price_date="book ch.12 (approx.)",
          generation="Hopper", clock_base_hz=1.59e9, clock_hz=1.98e9, subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
          nvlink_links=18, nvlink_link_bw_1way=2.5e10, nvswitches_per_node=4,
@@ -262,7 +276,7 @@ _CHIPS = [
     _gpu("H800", 9.89e14, 80e9, 3.35e12, 2e11,
          extra_flops={"fp8": 1.979e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=132, l2_bytes=50e6,
-         smem_bytes_per_sm=256e3, generation="Hopper", subpartitions_per_sm=4,
+         smem_bytes_per_sm=256 * KiB, generation="Hopper", subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, nvlink_gen="4.0",
          source="H100 export variant: NVLink cut to 400 GB/s bidi = 2e11/dir (CANON D28; book "
                 "3e11); FP8 SXM 1.979e15 (CANON D27); HBM as H100 (assumed, not in specs)",
@@ -271,7 +285,7 @@ _CHIPS = [
     _gpu("B200", 2.25e15, 192e9, 8.0e12, 9.0e11,
          extra_flops={"fp8": 4.5e15, "int8": 4.5e15, "fp4": 9.0e15},
          dcn_bw_1way=5e10, chips_per_host=8, pod_shape=(8,), cores=148, l2_bytes=126e6,
-         smem_bytes_per_sm=256e3, generation="Blackwell", subpartitions_per_sm=4,
+         smem_bytes_per_sm=256 * KiB, generation="Blackwell", subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, tmem_bytes_per_sm=256 * KiB,
          nvlink_gen="5.0", nvlink_links=18, nvlink_link_bw_1way=5e10, nvswitches_per_node=2,
          source="vendor HGX B200: 2.25 PF bf16 dense (book table 2.3e15, CANON D23), 8 TB/s "
@@ -281,7 +295,7 @@ _CHIPS = [
     _gpu("GB200", 2.25e15, 192e9, 8.0e12, 9.0e11,
          extra_flops={"fp8": 4.5e15, "fp4": 9.0e15},
          dcn_bw_1way=5e10, chips_per_host=72, pod_shape=(72,), cores=148, l2_bytes=126e6,
-         smem_bytes_per_sm=256e3, generation="Blackwell", subpartitions_per_sm=4,
+         smem_bytes_per_sm=256 * KiB, generation="Blackwell", subpartitions_per_sm=4,
          fp32_lanes_per_subpartition=32, regs_bytes_per_sm=_KiB_SM, tmem_bytes_per_sm=256 * KiB,
          nvlink_gen="5.0", nvlink_links=18, nvlink_link_bw_1way=5e10, nvswitches_per_node=18,
          source="GB200 NVL72 as used by the book (2.25e15 bf16; vendor ~2.5e15, CANON §5.12); "
@@ -384,9 +398,14 @@ def get(name, variant: str = "book") -> Chip:
     raise KeyError(f"unknown chip {name!r}{hint} Known chips: {', '.join(CATALOGUE)}")
 
 
-def peak_flops(chip, dtype: str = "bf16") -> float:
-    """Dense peak FLOPs/s of ``chip`` for arithmetic in ``dtype``. Book: sec-01-time."""
+def peak_flops(chip, dtype: str | None = None) -> float:
+    """Dense peak FLOPs/s of ``chip`` for arithmetic in ``dtype``. Book: sec-01-time.
+
+    ``dtype=None`` is the chip's 16-bit float matmul peak (``Chip.float16_dtype``: bf16, or fp16
+    on V100, which has no bf16); an explicit dtype the chip lacks raises, naming what it has."""
     chip = get(chip)
+    if dtype is None:
+        dtype = chip.float16_dtype
     dtype_bytes(dtype)
     key = {"bfloat16": "bf16", "float32": "f32", "fp32": "f32", "i8": "int8",
            "float16": "f16", "fp16": "f16"}.get(dtype.lower(), dtype.lower())
@@ -396,8 +415,9 @@ def peak_flops(chip, dtype: str = "bf16") -> float:
     return chip.flops_per_s[key]
 
 
-def critical_intensity(chip, dtype: str = "bf16", link: str = "hbm") -> float:
-    """Critical arithmetic intensity C/W (FLOPs per byte). Book: eq-01-icrit."""
+def critical_intensity(chip, dtype: str | None = None, link: str = "hbm") -> float:
+    """Critical arithmetic intensity C/W (FLOPs per byte); ``dtype=None``: the chip's 16-bit
+    float peak (see ``peak_flops``). Book: eq-01-icrit."""
     chip = get(chip)
     return peak_flops(chip, dtype) / chip.bandwidth(link)
 
@@ -563,6 +583,7 @@ def gbps_to_bytes_per_s(gbps):
 
 _TABLE_FIELDS = {
     "bf16": ("bf16 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("bf16", float("nan"))),
+    "f16": ("fp16 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("f16", float("nan"))),
     "int8": ("int8 峰值（OPs/s）", lambda c: c.flops_per_s.get("int8", float("nan"))),
     "fp8": ("fp8 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("fp8", float("nan"))),
     "fp4": ("fp4 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("fp4", float("nan"))),
@@ -575,12 +596,12 @@ _TABLE_FIELDS = {
     "nvlink": ("NVLink 每 GPU 单向（B/s）", lambda c: c.nvlink_bw_1way or float("nan")),
     "pcie": ("PCIe 每芯片（B/s）", lambda c: c.pcie_bw or float("nan")),
     "dcn": ("DCN/网卡 每芯片（B/s）", lambda c: c.dcn_bw_1way or float("nan")),
-    "cores": ("核心数 / SM 数", lambda c: c.cores),
+    "cores": ("TensorCore / SM 数", lambda c: c.cores),   # header by family in spec_table
     "pod": ("Pod 形状 / NVLink 域", lambda c: "×".join(map(str, c.pod_shape)) or "—"),
     "host": ("每主机/节点芯片数", lambda c: c.chips_per_host or float("nan")),
     "price": ("价格（美元/芯片·小时）", lambda c: c.price_per_hour or float("nan")),
     "l2": ("L2（MB）", lambda c: c.l2_bytes / 1e6 if c.l2_bytes else float("nan")),
-    "smem": ("SMEM/L1 每 SM（kB）", lambda c: c.smem_bytes_per_sm / 1e3 if c.smem_bytes_per_sm
+    "smem": ("SMEM/L1 每 SM（KiB）", lambda c: c.smem_bytes_per_sm / KiB if c.smem_bytes_per_sm
              else float("nan")),
     "vmem": ("VMEM（MiB）", lambda c: c.vmem_bytes / MiB if c.vmem_bytes else float("nan")),
 }
@@ -638,4 +659,8 @@ def spec_table(chips=None, fields=("bf16", "int8", "hbm", "hbm_bw", "icrit"), va
     if bad:
         raise ValueError(f"unknown field(s) {bad}; allowed: {', '.join(_TABLE_FIELDS)}")
     rows = [[_TABLE_FIELDS[f][1](get(c, variant)) for f in fields] for c in chips]
-    return SpecTable([_TABLE_FIELDS[f][0] for f in fields], rows, [get(c).name for c in chips])
+    families = {get(c).family for c in chips}
+    cores = {frozenset({"gpu"}): "SM 数", frozenset({"tpu"}): "TensorCore 数"}.get(
+        frozenset(families), "TensorCore / SM 数")
+    heads = [cores if f == "cores" else _TABLE_FIELDS[f][0] for f in fields]
+    return SpecTable(heads, rows, [get(c).name for c in chips])

@@ -12,8 +12,10 @@ Prefill is compute-bound: 2·P·T/(n·C·MFU). Weights and KV cache are assumed 
 the ``n`` chips (model parallelism for the weights, KV over heads then batch). Optionally an ICI
 term for 1-D model parallelism (two AllReduces of [B, D] per layer, bandwidth- or latency-bound).
 Ignores: attention FLOPs in decode (O(1) per KV byte), activation/working memory (use
-``reserve_frac``), imperfect overlap, kernel launch costs: an optimistic lower bound, real systems
-land maybe 1.5-2x slower (sec-07-caveats).
+``reserve_frac``), imperfect overlap, kernel launch costs: an optimistic lower bound
+(sec-07-caveats). How far real servers land above it is a question for measurements
+(``scaling_lib.data`` holds published serving runs); the original book's "maybe 1.5-2x" is a
+guess with no source behind it, so the library does not repeat it.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ __all__ = [
     "serving_memory", "max_batch_size", "check_fits", "StepTime", "decode_step_time",
     "min_step_time", "prefill_time", "attention_intensity", "critical_batch",
     "exact_critical_batch", "moe_critical_batch", "kv_weight_balance_batch",
-    "ici_time_1d", "Frontier", "pareto_mask", "PARETO_RTOL", "pareto_frontier", "serving_grid",
+    "ici_time_1d", "slice_shape", "Frontier", "pareto_mask", "PARETO_RTOL", "pareto_frontier", "serving_grid",
     "max_model_parallelism", "max_model_parallelism_memory_bound", "matmul_comm_times",
     "collective_is_latency_bound", "latency_bound_bytes", "kv_shard_layout",
     "two_d_ws_comm_time", "one_d_mp_comm_time", "two_d_ws_optimum", "two_d_ws_crossover_chips",
@@ -301,17 +303,40 @@ class StepTime:
                 f"</b></td></tr></table>")
 
 
-def _ag_time_1d(nbytes, n, chip, n_axes, t_hop):
-    """One AllGather (= one ReduceScatter) of ``nbytes`` over ``n`` chips laid out as the
-    near-square 2-D torus a × b (v5e slices 2x2, 2x4, 4x4, 4x8 ...), from ``collectives``:
-    max(hops × t_hop, V / Σ axis bandwidth), rings wrapping as the book assumes (the teaching
-    model; chapter 3's ``wraparound`` makes sub-pod v5e axes lines, CANON §5 item 5). With an
-    explicit ``n_axes``: V/(n_axes·W_ici) against the same latency floor."""
+def slice_shape(chip, n: int) -> tuple:
+    """The slice shape 1-D model parallelism over ``n`` chips runs on: a near-square 2-D grid on
+    2-D-torus chips (v5e: 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16), a near-cube on 3-D ones
+    (v5p: 2x2x2, 2x2x4, 2x4x4, 4x4x4 ...): powers of two shared out over the torus axes, the
+    largest last. ``n`` must be a power of two (the slices TPUs come in)."""
+    chip = hardware.get(chip)
+    n = int(check_positive("n", n, allow_array=False))
+    if n & (n - 1):
+        raise ValueError(f"n = {n}: 1-D model parallelism here runs on a TPU slice, whose chip "
+                         f"count is a power of two (1, 2, 4, 8, ...)")
+    dims = chip.torus_dims or 2
+    shape = [1] * dims
+    k = n.bit_length() - 1
+    for i in range(k):
+        shape[i % dims] *= 2
+    shape = sorted(shape)
+    return tuple(shape) if dims == 3 else tuple(s for s in shape if s > 1) or (1,)
+
+
+def _ag_time_1d(nbytes, n, chip, n_axes, t_hop, wrap):
+    """One AllGather (= one ReduceScatter) of ``nbytes`` over the ``n`` chips of the slice
+    ``slice_shape(chip, n)``, from ``collectives``: max(hops × t_hop, V / Σ axis bandwidth).
+    ``wrap=None``: the slice's real wraparound links (``topology.wraparound``: a v5e axis wraps
+    only at the full pod's 16, so 4x4 or 8x8 are grids of lines); ``wrap=True``: every axis a ring
+    (the book's teaching assumption); ``False``: no axis wraps. With an explicit ``n_axes``:
+    V/(n_axes·W_ici) against the same latency floor."""
     from . import collectives, topology
-    a = int(2 ** np.floor(np.log2(n) / 2))
-    bb = n // a
-    shape = (a, bb) if a > 1 else (bb,)
-    torus = topology.Torus(shape=shape, wraps=True, link_bw_1way=chip.ici_link_bw_1way,
+    shape = slice_shape(chip, n)
+    if wrap is None:
+        wraps = topology.wraparound(chip, shape) if len(shape) == (chip.torus_dims or 2) else \
+            tuple(s <= 2 for s in shape)          # a 1-D line of 2 chips: its ends are neighbours
+    else:
+        wraps = tuple(bool(wrap) for _ in shape)
+    torus = topology.Torus(shape=shape, wraps=wraps, link_bw_1way=chip.ici_link_bw_1way,
                            latency=t_hop)
     r = collectives.collective_time("all_gather", nbytes, torus, axes=torus.names)
     tb = np.asarray(r.t_bandwidth)
@@ -320,12 +345,14 @@ def _ag_time_1d(nbytes, n, chip, n_axes, t_hop):
     return np.maximum(tb, np.asarray(r.t_latency))
 
 
-def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1e-6):
+def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1e-6, wrap=None):
     """ICI time per decode step for 1-D model parallelism over ``n_chips``: per layer two
     AllReduces (attention and MLP outputs) of a [B, D] activation, each = ReduceScatter +
-    AllGather, priced by ``collectives.collective_time`` on the slice's torus: each costs
-    max(latency floor t_hop·hops, bytes/(n_axes·W_ici)). Book: sec-07-sharding. Returns
-    seconds per step (0 on one chip)."""
+    AllGather, priced by ``collectives.collective_time`` on the slice ``slice_shape(chip, n)``:
+    each costs max(latency floor t_hop·hops, bytes/bandwidth). ``wrap=None`` takes the slice's
+    wraparound from ``topology`` (sub-pod v5e slices have none: about twice the hops and half the
+    bandwidth of the book's rings); ``wrap=True`` is the book's all-rings assumption. Book:
+    sec-07-sharding. Returns seconds per step (0 on one chip)."""
     m = served_model(model)
     if not m.d_model or not m.n_layers:
         raise ValueError(f"{m.name}: the ICI term needs d_model and n_layers")
@@ -334,6 +361,8 @@ def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1
     n = np.asarray(check_positive("n_chips", n_chips))
     if not chip.ici_bw_bidi:
         raise ValueError(f"{chip.name} has no ICI bandwidth in the catalogue")
+    if wrap not in (None, True, False):
+        raise ValueError(f"wrap must be None (the slice's real links), True or False, got {wrap!r}")
     t_hop = float(check_positive("t_hop", t_hop, allow_array=False))
     nb = np.broadcast(b, n).shape
     b, n = np.broadcast_to(b, nb).astype(float), np.broadcast_to(n, nb).astype(float)
@@ -342,20 +371,21 @@ def ici_time_1d(model, batch, n_chips, chip, act_bytes=2.0, n_axes=None, t_hop=1
         if nv <= 1:
             continue
         sel = n == nv
-        per = _ag_time_1d(act_bytes * b[sel] * m.d_model, int(round(nv)), chip, n_axes, t_hop)
+        per = _ag_time_1d(act_bytes * b[sel] * m.d_model, int(round(nv)), chip, n_axes, t_hop, wrap)
         t[sel] = 4 * m.n_layers * per        # 2 AllReduces = 2 RS + 2 AG per layer
     return _arr(t)
 
 
 def decode_step_time(model, batch, seq_len, n_chips, chip, weights="bf16", kv="bf16",
                      compute="bf16", params=None, ici=False, check_memory=True,
-                     hbm_per_chip=None) -> StepTime:
+                     hbm_per_chip=None, wrap=None) -> StepTime:
     """The general decode-step estimate (eq-07-step):
     T = B·S·KV_tok/(nW) + max(2·B·P_act/(nC), P·b_w/(nW) [, T_ici]).
 
     ``compute`` is the dtype the MLP math runs in ('bf16' or 'int8'); ``params`` overrides P;
     ``ici=True`` adds the 1-D model-parallel ICI term inside the max (its bandwidth part overlaps;
-    its latency floor is what it is). Vectorised over batch, seq_len, n_chips. With
+    its latency floor is what it is; ``wrap`` as in ``ici_time_1d``). Vectorised over batch,
+    seq_len, n_chips. With
     ``check_memory`` a configuration whose weights + KV exceed n·HBM raises ``Infeasible``.
     """
     m = served_model(model, params)
@@ -373,7 +403,8 @@ def decode_step_time(model, batch, seq_len, n_chips, chip, weights="bf16", kv="b
     param_s = np.broadcast_to(mem["params_bytes"] / (np.asarray(n) * w), np.shape(kv_s)) \
         if np.ndim(kv_s) else mem["params_bytes"] / (np.asarray(n) * w)
     flops_s = 2 * np.asarray(b) * m.active_params / (np.asarray(n) * c)
-    ici_s = ici_time_1d(m, b, n, chip) if ici else np.zeros_like(np.asarray(flops_s, dtype=float))
+    ici_s = ici_time_1d(m, b, n, chip, wrap=wrap) if ici else \
+        np.zeros_like(np.asarray(flops_s, dtype=float))
     total = kv_s + np.maximum(np.maximum(flops_s, param_s), ici_s)
     return StepTime(kv_s=_arr(kv_s), param_s=_arr(param_s), flops_s=_arr(flops_s),
                     ici_s=_arr(ici_s), total_s=_arr(total), batch=_arr(b), n_chips=_arr(n),
@@ -541,7 +572,8 @@ def pareto_mask(latency, throughput, rtol: float = PARETO_RTOL) -> np.ndarray:
 
 
 def pareto_frontier(model, seq_len, n_chips, chip, weights="int8", kv="int8", compute="bf16",
-                    batch_sizes=None, params=None, hbm_per_chip=None, ici=False) -> Frontier:
+                    batch_sizes=None, params=None, hbm_per_chip=None, ici=False,
+                    wrap=None) -> Frontier:
     """Latency and tokens/s/chip for every batch 1..B_max that fits (fixes the book code's
     stride-4 truncation), with the Pareto mask. Book: sec-07-explorer, sec-08-pareto."""
     m = served_model(model, params)
@@ -558,7 +590,7 @@ def pareto_frontier(model, seq_len, n_chips, chip, weights="int8", kv="int8", co
         if b.size == 0:
             raise Infeasible(f"no batch size in batch_sizes fits; the largest that fits is {bmax}")
     st = decode_step_time(m, b, seq_len, n_chips, chip, weights, kv, compute, ici=ici,
-                          check_memory=False, hbm_per_chip=hbm_per_chip)
+                          check_memory=False, hbm_per_chip=hbm_per_chip, wrap=wrap)
     n = np.full_like(b, float(n_chips))
     lat = np.asarray(st.total_s)
     thr = b / (n * lat)
@@ -569,7 +601,7 @@ def pareto_frontier(model, seq_len, n_chips, chip, weights="int8", kv="int8", co
 
 def serving_grid(model, seq_len, chip, batches=None, chip_counts=V5E_SLICES,
                  weight_dtypes=("bf16", "int8", "int4"), kv_dtypes=("bf16", "int8"),
-                 compute="bf16", params=None, ici=True, hbm_per_chip=None) -> Frontier:
+                 compute="bf16", params=None, ici=True, hbm_per_chip=None, wrap=None) -> Frontier:
     """All (batch, chips, weight dtype, KV dtype) serving points, vectorised, with the ICI term of
     1-D model parallelism over the chips; infeasible (out-of-memory) points are dropped. The
     Pareto front picks, for each latency, the best throughput per chip. Book: sec-07-explorer."""
@@ -592,7 +624,7 @@ def serving_grid(model, seq_len, chip, batches=None, chip_counts=V5E_SLICES,
     kv_s = B * kv_seq / (N * w)
     param_s = p_bytes / (N * w)
     flops_s = 2 * B * m.active_params / (N * chip.peak(compute))
-    ici_s = ici_time_1d(m, B, N, chip) if ici else np.zeros_like(B)
+    ici_s = ici_time_1d(m, B, N, chip, wrap=wrap) if ici else np.zeros_like(B)
     lat = kv_s + np.maximum(np.maximum(flops_s, param_s), ici_s)
     thr = B / (N * lat)
     labels = {"weights": np.asarray(weight_dtypes)[WI], "kv": np.asarray(kv_dtypes)[KI]}
@@ -800,15 +832,18 @@ def min_chips(model, weights="bf16", kv="bf16", batch=0, seq_len=1, chip="v5e",
 
 
 def best_config_under_latency(model, chip, seq_len, latency_budget_s, slices=V5E_SLICES,
-                              weights="int8", kv="int8", compute="bf16", params=None) -> dict:
+                              weights="int8", kv="int8", compute="bf16", params=None,
+                              ici=False, wrap=None) -> dict:
     """Among slices and batches that fit, the one with the most tokens/s/chip whose decode step
-    is within ``latency_budget_s`` (ties → fewer chips). Raises Infeasible if none qualifies."""
+    is within ``latency_budget_s`` (ties → fewer chips). ``ici=True`` counts the 1-D
+    model-parallel ICI term (``ici_time_1d``, ``wrap`` as there). Raises Infeasible if none
+    qualifies."""
     m = served_model(model, params)
     budget = float(check_positive("latency_budget_s", latency_budget_s, allow_array=False))
     best = None
     for n in sorted(slices):
         try:
-            fr = pareto_frontier(m, seq_len, n, chip, weights, kv, compute)
+            fr = pareto_frontier(m, seq_len, n, chip, weights, kv, compute, ici=ici, wrap=wrap)
         except Infeasible:
             continue
         ok = fr.latency_s <= budget

@@ -906,6 +906,23 @@ def strategy_times(B, D, F, X, chip, bytes_per_elem: float = 2) -> dict:
             "S2": (f(t2[0] + 0 * t2[1]), f(t2[1] + 0 * t2[0]))}
 
 
+def strategy_crossover(B, chip, dtype: str | None = None):
+    """The contracting dimension D* beyond which strategy 2 of ``strategy_times`` (multiply the
+    local shards, AllReduce the [B, F] partial sums) beats strategy 1 (AllGather the weight):
+    D* = min(2B, 2C/W_ici). Below C/W_ici both are comms-bound and the bytes decide (4BF < 2DF
+    ⇔ D > 2B); above it strategy 1 is compute-bound (4BF/W < 2BDF/C ⇔ D > 2C/W). Vectorised
+    over B. Book: sec-03-strategies."""
+    import numpy as np
+    from . import hardware
+    from .units import check_positive
+    b = check_positive("B", B)
+    c = hardware.get(chip)
+    if not c.ici_bw_bidi:
+        raise ValueError(f"{c.name} has no ICI bandwidth in the catalogue")
+    out = np.minimum(2 * np.asarray(b), 2 * c.peak(dtype) / c.ici_bw_bidi)
+    return float(out) if np.ndim(out) == 0 else out
+
+
 # ---------------------------------------------------------------------------------------------
 # the compiler's view (imports jax)
 # ---------------------------------------------------------------------------------------------
@@ -1062,4 +1079,4 @@ def partial_sum_index(spec, mesh, coords) -> int:
     return i
 
 
-__all__ += ["device_blocks", "blocks_per_dim", "partial_sum_index"]
+__all__ += ["device_blocks", "blocks_per_dim", "partial_sum_index", "strategy_crossover"]

@@ -1,5 +1,6 @@
 """scaling_lib.hardware: every catalogue number of spec 02 (Tables A-G) and spec 12 (Facts), with
 the corrections of CANON §1 (CANON wins)."""
+import numpy as np
 import pytest
 
 from scaling_lib import hardware as H
@@ -66,11 +67,38 @@ def test_internals_table_d():
     assert H.get("v6e").mxu_size == 256
     assert not H.get("TPU7x").megacore and H.get("TPU7x").cores == 2
     assert H.get("v5e").host_shape == (4, 2) and H.get("v5p").host_shape == (2, 2, 1)
+    assert H.get("TPU v3").host_shape == (2, 2)          # 4 chips (8 TensorCores) per v3 host
 
 
-GPU_STRUCT = [("V100", 80, 1.25e9, 1.38e9, 96e3, 6e6, 16), ("A100", 108, 1.10e9, 1.41e9, 192e3, 40e6, 16),
-              ("H100", 132, 1.59e9, 1.98e9, 256e3, 50e6, 32), ("H200", 132, 1.59e9, 1.98e9, 256e3, 50e6, 32),
-              ("B200", 148, None, None, 256e3, 126e6, 32)]
+@pytest.mark.parametrize("name", [n for n in H.names() if H.get(n).family == "tpu"])
+def test_host_shape_holds_the_hosts_chips(name):
+    c = H.get(name)
+    assert int(np.prod(c.host_shape)) == c.chips_per_host, (name, c.host_shape, c.chips_per_host)
+    assert len(c.host_shape) == c.torus_dims
+
+
+def test_v100_has_no_bf16_peak():
+    v = H.get("V100")
+    assert "bf16" not in v.flops_per_s and v.peak("f16") == 1.25e14
+    with pytest.raises(ValueError, match="V100 has no 'bf16' peak.*f16"):
+        v.peak("bf16")
+    assert v.float16_dtype == "f16" and v.peak() == 1.25e14            # the 16-bit float peak
+    assert v.critical_intensity() == pytest.approx(1.25e14 / 9e11)
+    assert H.get("H100").float16_dtype == "bf16" and H.get("H100").peak() == 9.89e14
+    t = H.spec_table(["V100", "A100"], ("bf16", "f16", "cores", "smem"))
+    assert t.columns == ["bf16 峰值（FLOPs/s）", "fp16 峰值（FLOPs/s）", "SM 数", "SMEM/L1 每 SM（KiB）"]
+    assert np.isnan(t.column("bf16 峰值（FLOPs/s）")[0]) and t.column("SMEM/L1 每 SM（KiB）") == [96, 192]
+    assert H.spec_table(["v5e"], ("cores",)).columns == ["TensorCore 数"]
+    assert H.spec_table(["v5e", "H100"], ("cores",)).columns == ["TensorCore / SM 数"]
+
+
+# shared memory / L1 per SM: NVIDIA's "96 KB", "192 KB", "256 KB" are KiB (a chapter owner found
+# 256e3 stored for 256 KiB)
+GPU_STRUCT = [("V100", 80, 1.25e9, 1.38e9, 96 * KiB, 6e6, 16),
+              ("A100", 108, 1.10e9, 1.41e9, 192 * KiB, 40e6, 16),
+              ("H100", 132, 1.59e9, 1.98e9, 256 * KiB, 50e6, 32),
+              ("H200", 132, 1.59e9, 1.98e9, 256 * KiB, 50e6, 32),
+              ("B200", 148, None, None, 256 * KiB, 126e6, 32)]
 
 
 @pytest.mark.parametrize("chip,sms,base,boost,smem,l2,lanes", GPU_STRUCT)

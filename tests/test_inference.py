@@ -506,3 +506,39 @@ def test_serving_axis_counts_checked_against_chip():
         inf.max_model_parallelism(28672, V5E, 3)
     assert inf.one_d_mp_comm_time(32, 8192, "v4p") == pytest.approx(
         inf.one_d_mp_comm_time(32, 8192, "v4p", 3))
+
+
+# ---- the ICI term on the slice's real links (chapter owners' report: a v5e sub-pod without
+# wraparound was priced as rings, ~2x optimistic) ----------------------------------------------
+
+def test_ici_term_takes_wraparound_from_topology():
+    from scaling_lib import models, topology
+    L = models.get("LLaMA-3.1-405B")
+    assert inf.slice_shape("v5e", 64) == (8, 8) and inf.slice_shape("v5p", 64) == (4, 4, 4)
+    assert topology.wraparound("v5e", (8, 8)) == (False, False)
+    real = inf.ici_time_1d(L, 1, 64, "v5e")              # 8x8: lines, 7 + 7 hops
+    rings = inf.ici_time_1d(L, 1, 64, "v5e", wrap=True)   # the book's rings: 4 + 4 hops
+    assert real / rings == pytest.approx(14 / 8)          # latency-bound at batch 1
+    big = inf.ici_time_1d(L, 256, 64, "v5e") / inf.ici_time_1d(L, 256, 64, "v5e", wrap=True)
+    assert 1.5 < big <= 2.0                               # bandwidth-bound: a line has half a ring's links
+    # the full 16x16 pod wraps on both axes: the two agree
+    assert inf.ici_time_1d(L, 1, 256, "v5e") == pytest.approx(inf.ici_time_1d(L, 1, 256, "v5e", wrap=True))
+    with pytest.raises(ValueError, match="wrap must be"):
+        inf.ici_time_1d(L, 1, 64, "v5e", wrap="yes")
+    with pytest.raises(ValueError, match="power of two"):
+        inf.slice_shape("v5e", 48)
+
+
+def test_best_config_under_latency_counts_ici():
+    from scaling_lib import models
+    L = models.get("LLaMA-3.1-405B")
+    free = inf.best_config_under_latency(L, "v5e", 8192, 15e-3)
+    withici = inf.best_config_under_latency(L, "v5e", 8192, 15e-3, ici=True)
+    g = inf.serving_grid(L, 8192, "v5e", weight_dtypes=("int8",), kv_dtypes=("int8",), ici=True)
+    j = g.best_under(15e-3)
+    assert (withici["n_chips"], withici["batch"]) == (int(g.n_chips[j]), int(g.batch[j]))
+    assert withici["tok_s_chip"] == pytest.approx(g.tok_s_chip[j])
+    assert withici["tok_s_chip"] < free["tok_s_chip"]     # counting ICI can only cost throughput
+    st = inf.decode_step_time(L, withici["batch"], 8192, withici["n_chips"], "v5e", "int8", "int8",
+                              ici=True)
+    assert float(st.total_s) <= 15e-3

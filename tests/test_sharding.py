@@ -445,3 +445,21 @@ def test_draw_shards_reads_real_shards(jmesh):
     x = jax.device_put(np.zeros((16, 16), np.float32), sh.parse("A[I_X, J]").named_sharding(jmesh))
     blocks = draw_shards(x)
     assert blocks == {(4 * i, 4 * i + 4, 0, 16): [2 * i, 2 * i + 1] for i in range(4)}
+
+
+def test_strategy_crossover_is_where_the_curves_cross():
+    """min(2B, 2C/W_ici) (chapter 3) against the first integer D where strategy 2 wins."""
+    import numpy as np
+    from scaling_lib import hardware, sharding as S
+    v5p = hardware.get("v5p")
+    alpha = v5p.peak("bf16") / v5p.ici_bw_bidi
+    D = np.arange(256, 65537)
+    for B in (512, 1024, 8192):                            # both branches: B < C/W and B > C/W
+        r = S.strategy_times(B, D, 32768, 4, "v5p")
+        first = int(D[np.argmax(np.maximum(*r["S2"]) < np.maximum(*r["S1"]))])
+        want = S.strategy_crossover(B, "v5p")
+        assert want == min(2 * B, 2 * alpha)
+        assert abs(first - want) <= 1, (B, first, want)
+    assert np.allclose(S.strategy_crossover(np.array([512, 8192]), "v5p"), [1024, 2 * alpha])
+    with pytest.raises(ValueError, match="no ICI"):
+        S.strategy_crossover(1024, "H100")

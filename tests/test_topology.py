@@ -149,6 +149,7 @@ def test_draw_runs():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import scaling_lib.plots  # noqa: F401  (the drawings live in presentation; importing fills the hook)
     ax = T.TpuSlice("v5e", (8, 16)).draw(path=[(0, 0), (1, 0), (1, 1)])
     chips = [c for c in ax.collections if len(c.get_offsets()) > 1]
     assert len(chips) == 1 and len(chips[0].get_offsets()) == 8 * 16   # one dot per chip

@@ -584,6 +584,7 @@ def gbps_to_bytes_per_s(gbps):
 _TABLE_FIELDS = {
     "bf16": ("bf16 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("bf16", float("nan"))),
     "f16": ("fp16 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("f16", float("nan"))),
+    "peak16": ("16 位浮点峰值（FLOPs/s）", lambda c: c.peak()),   # bf16; fp16 where no bf16 (V100)
     "int8": ("int8 峰值（OPs/s）", lambda c: c.flops_per_s.get("int8", float("nan"))),
     "fp8": ("fp8 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("fp8", float("nan"))),
     "fp4": ("fp4 峰值（FLOPs/s）", lambda c: c.flops_per_s.get("fp4", float("nan"))),

@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 3}
+REWORKED = {1, 3, 5}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -299,6 +299,18 @@ PINS: list = [
     ("3.13b", "B", 0, "P3.13: tensor parallelism"),
     ("3.16c", "A", 0, "one-way ring: half"),
     ("3.16e", [4 * 10 / 12, 4 * 20 / 22, 4.0], 1e-6, "4N/(N+2), ties clockwise"),
+    # chapter 5 (spec 05 on TPU v4p: C = 2.75e14, W_ici = 9e10, 32 GB, 4096-chip pods; a 7B GQA model)
+    ("5.1", 3 * 32 * 4096 * 14336 + 2 * 32 * 4096 * 128 * 40 + 2 * 32000 * 4096, 1e-3, "P5.1 for the 7B model"),
+    ("5.2", [10 * 7.2417e9, 2 * 32 * 16e6 * (4096 + 2 * 14336)], 1e-3, "P5.2"),
+    ("5.3", "B", 0, "72 GB > 32 GB"),
+    ("5.3c", "B", 0, "732 < alpha/3 = 1019"),
+    ("5.3d", 6 * 7.2417e9 * 3e6 / (4096 * 2.75e14), 1e-3, "6PB/(NC)"),
+    ("5.6", [2.75e14 / 9e10, 2.75e14 / 9e10 / 3], 1e-9, "alpha, alpha/3 on v4p"),
+    ("5.9", 28672 / (2.75e14 / 9e10), 1e-9, "F/alpha on v4p"),
+    ("5.12b", 2 * (2.75e14 / 9e10) ** 2 / 28672, 1e-9, "2 alpha^2/F"),
+    ("5.14d", 2.75e14 / 6.25e9, 1e-9, "C/W_dcn per chip"),
+    ("5.19", 4 * 2048 / (2.75e14 / 9e10 * 8), 1e-9, "4F_e/(alpha E)"),
+    ("5.20", [5 / 29, 5 / 17], 1e-9, "(S-1)/(M+S-1)"),
 ]
 
 

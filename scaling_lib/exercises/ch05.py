@@ -1,47 +1,72 @@
 """Chapter 5 exercises (spec 05, P5.1-P5.20; P5.16 and P5.18 are free-text 思考题, not graded).
 
-Expected values are computed from scaling_lib (training, models, hardware) with the corrected
-constants of CANON §1.4/§4 (F = 28,672 for LLaMA-3-70B, DCN bound 73,440); the spec's answers
-are pinned in tests/test_exercises_05.py.
+The chapter works the spec's problems itself on TPU v5p (LLaMA-2-13B, LLaMA-3-70B, the 4×4×4
+slice, the v5p pod and its DCN bound); every exercise here asks the same questions on TPU v4p (its
+own α = C/W_ici, 32 GB of HBM, 4096-chip pods, DCN per chip) and for a 7B model with grouped-query
+attention (the structure of Mistral-7B), so that no expected value is a number chapters 4 and 5
+print (tests/test_exercises.py checks it). Each exercise declares its likely slips (``Slip``),
+the power-of-two degrees the chapter recommends are accepted as valid alternatives (``Alt``), and
+the choice items ask which resource binds and why, with feedback for every wrong reason.
+
+Expected values are computed from scaling_lib (training, models, hardware); the hand-computed
+answers are pinned in tests/test_exercises.py.
 """
 from __future__ import annotations
 
+import math
+
 from .. import hardware, models, training as tr
 from ..units import DAY
-from . import Exercise
+from . import Alt, Exercise, Slip
 
-V5P = hardware.get("v5p")
-L13 = models.LLAMA2_13B
+V4P = hardware.get("v4p")
+C, W = V4P.peak(), V4P.ici_bw_bidi            # 2.75e14 FLOPs/s, 9e10 B/s
+A = C / W                                     # α ≈ 3056
+HBM, POD = V4P.hbm_bytes, V4P.pod_chips       # 32 GB, 4096
 L70 = models.LLAMA3_70B
+F70 = L70.d_ff
+# a 7B model with grouped-query attention (Mistral-7B's structure), not one of the chapters' presets
+M7 = models.TransformerConfig(d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, vocab=32000,
+                              d_head=128, gated_mlp=True, name="7B (GQA)")
+L7, D7, F7, N7, K7, H7, V7 = 32, 4096, 14336, 32, 8, 128, 32000
+P7 = M7.params()
+
+
+def _p51_slip(attn_heads=N7 + K7, emb=2, ffn=3):
+    return ffn * L7 * D7 * F7 + 2 * L7 * D7 * H7 * attn_heads + emb * V7 * D7
+
+
+def _ckpt(batch, per_layer=D7 + 2 * F7, nbytes=2):
+    return nbytes * L7 * batch * per_layer
 
 
 def _mem_16m():
-    m = tr.training_memory(L13.params(), 16e6, 5120, 40, 13824, saves=("F", "F", "D"))
+    m = tr.training_memory(P7, 16e6, D7, L7, F7, saves=("F", "F", "D"))
     return [m["params"] + m["optimizer"], m["checkpoints"]]
 
 
 def _mem_per_chip_3m():
-    m = tr.training_memory(L13.params(), 3e6, 5120, 40, 13824, saves=("F", "F", "D"))
-    return m["total"] / 4096
+    m = tr.training_memory(P7, 3e6, D7, L7, F7, saves=("F", "F", "D"))
+    return m["total"] / POD
 
 
 def _p53_choice():
-    return "A" if 10 * L13.params() <= V5P.hbm_bytes else "B"
+    return "B" if 10 * P7 > HBM else "A"
 
 
 def _p53c_choice():
-    return "A" if 3e6 / 4096 >= tr.dp_min_tokens_per_chip(V5P, 3) else "B"
+    return "A" if 3e6 / POD >= tr.dp_min_tokens_per_chip(V4P, 3) else "B"
 
 
 def _p54():
-    return [float(tr.fsdp_step_comm_time(L13.params(), V5P, 3)),
-            float(tr.step_time(L13.params(), 1e6, 1024, V5P)),
-            float(tr.step_time(L13.params(), 10e6, 4096, V5P))]
+    return [float(tr.fsdp_step_comm_time(P7, V4P, 3)),
+            float(tr.step_time(P7, 1e6, 1024, V4P)),
+            float(tr.step_time(P7, 10e6, POD, V4P))]
 
 
-def _p58():
-    n = 16e6 / tr.dp_min_tokens_per_chip(V5P, 3)
-    return tr.train_time(tr.total_train_flops(L70.params(), 15e12), V5P, n, mfu=0.5) / DAY
+def _p58(n_axes=3, mfu=0.5, per_token=6.0):
+    n = 16e6 / tr.dp_min_tokens_per_chip(V4P, n_axes)
+    return tr.train_time(tr.total_train_flops(L70.params(), 15e12, per_token), V4P, n, mfu=mfu) / DAY
 
 
 def _p512_sample(rng):
@@ -52,17 +77,22 @@ def _p512_sample(rng):
             "mx_my": int(rng.integers(1, hi + 1))}
 
 
+def _alpha(chip):
+    c = hardware.get(chip)
+    return c.peak() / c.ici_bw_bidi
+
+
 def _p59_choice():
-    return "A" if 16 < tr.tp_max_degree(28672, V5P) else "B"
+    return "A" if 16 < tr.tp_max_degree(F70, V4P) else "B"
 
 
 def _p510_choice():
-    same = abs(tr.tp_max_degree(28672, V5P, dtype="int8") - tr.tp_max_degree(28672, V5P)) < 1e-9
+    same = abs(tr.tp_max_degree(F70, V4P, dtype="int8") - tr.tp_max_degree(F70, V4P)) < 1e-9
     return "B" if same else "A"
 
 
-def _p514c():
-    t = tr.fsdp_tp_layer_times(3.5e6, 8192, 28672, 1024, 8, V5P, m_x=2, m_y=1)
+def _p514c(m_x=2):
+    t = tr.fsdp_tp_layer_times(5e6, 8192, F70, 1024, 4, V4P, m_x=m_x, m_y=1)
     return t["t_comms"] / t["t_math"]
 
 
@@ -70,9 +100,27 @@ def _pow2(rng, lo, hi):
     return int(2 ** rng.integers(lo, hi + 1))
 
 
+def _pow2_below(x):
+    return float(2 ** math.floor(math.log2(x)))
+
+
 def _layer_bytes(kind, B, D, F, x, y):
     c = tr.layer_costs(kind, B, D, F, x=x, y=y)
     return [c.bytes_fwd, c.bytes_bwd]
+
+
+def _layer_slip(which):
+    def f(kind, B, D, F, x, y):
+        if which == "degree1":  # every strategy communicates, whatever its degree
+            return {"dp": [0.0, 8.0 * D * F], "fsdp": [4.0 * D * F, 8.0 * D * F], "tp": [4.0 * B * D, 4.0 * B * D],
+                    "fsdp_tp": [4.0 * B * D / x + 4.0 * D * F / y, 4.0 * B * D / x + 8.0 * D * F / y]}[kind]
+        r = _layer_bytes(kind, B, D, F, x, y)
+        if which == "bwd8" and kind == "fsdp_tp" and y > 1:
+            return [r[0], r[1] + 4.0 * B * D / x]
+        if which == "ar_once" and kind == "dp" and x > 1:
+            return [r[0], r[1] / 2]
+        return r
+    return f
 
 
 def _layer_sampler(rng):
@@ -83,104 +131,242 @@ def _layer_sampler(rng):
             "x": x, "y": y}
 
 
+def _p515_sample(rng):
+    return {"n_fsdp": _pow2(rng, 1, 12), "n_tp": _pow2(rng, 0, 3), "m_x": int(rng.integers(1, 3)), "m_y": 1,
+            "d_ff": _pow2(rng, 15, 17), "chip": "v4p"}
+
+
+def _p515_slip(which):
+    def f(n_fsdp, n_tp, m_x, m_y, d_ff, chip):
+        ref = tr.fsdp_tp_threshold(n_fsdp, n_tp, m_x, m_y, d_ff, chip)
+        if math.isinf(ref):
+            return ref
+        a = _alpha(chip)
+        if which == "no_zero":
+            return n_fsdp * a / m_x
+        if which == "no_mx":
+            return 0.0 if n_fsdp == 1 else n_fsdp * a
+        return 0.0 if n_fsdp == 1 else n_fsdp * n_tp * a / m_x
+    return f
+
+
 EXERCISES = [
-    Exercise("5.1", "n_params", "number", lambda: L13.params(), rtol=0.03, unit="个参数",
-             explain="FFN 8.49e9 + 注意力 4.19e9 + 词表 0.33e9 ≈ 1.30e10：FFN 占三分之二。"),
-    Exercise("5.2", "mem_16m", "numbers", _mem_16m, rtol=0.05, unit="[字节, 字节]",
-             hints=((0.5, "检查点是 bf16，每个元素 2 字节。"),),
-             explain="参数加优化器只有 130 GB，检查点却有约 42 TB：大批次训练的内存大头是激活。"),
-    Exercise("5.3", "pure_dp", "choice", _p53_choice, choices=("A", "B"),
-             explain="10 字节 × 1.3e10 = 130 GB，一颗 96 GB 的 v5p 放不下一份完整副本。"),
-    Exercise("5.3b", "fsdp_mem_per_chip", "number", _mem_per_chip_3m, rtol=0.10, unit="字节",
-             accept=(2.05e9,),
-             explain="约 8 TB 分到 4096 颗芯片，每颗约 2 GB：FSDP 在内存上绰绰有余。"),
-    Exercise("5.3c", "fsdp_compute_bound", "choice", _p53c_choice, choices=("A", "B"),
-             explain="每芯片 732 个 token < 850：纯 FSDP 卡在 ICI 上，批次至少要 3.48M 才行。"),
-    Exercise("5.3d", "step_time", "number", lambda: tr.step_time(L13.params(), 3e6, 4096, V5P),
-             rtol=0.10, unit="秒", accept=(0.131,),
-             explain="6PB/(NC) ≈ 0.125 秒；32k 上下文时注意力还要再加约 80%。"),
-    Exercise("5.3e", "x_opt", "number", lambda: tr.optimal_fsdp(3e6, 4096, 13824), rtol=0.05,
-             unit="路",
-             explain="X_opt ≈ 1333，取 X = 1024、Y = 4（2048 × 2 也可以）。"),
-    Exercise("5.4", "step_times", "numbers", _p54, rtol=0.10, unit="[秒, 秒, 秒]",
-             explain="1M 批次在 4096 颗上被 0.145 秒的 FSDP 通信卡住；换成 1024 颗反而计算受限；"
+    # ---- a 7B model on a v4p pod ------------------------------------------------------------------
+    Exercise("5.1", "n_params", "number", lambda: P7, rtol=0.01, unit="个参数",
+             slips=(Slip("两个嵌入矩阵都漏掉了：输入嵌入和输出投影各 V·D 个参数（题目说不共享）。",
+                         lambda: _p51_slip(emb=0)),
+                    Slip("只算了一个嵌入矩阵：题目说输入和输出嵌入不共享，要算两份 V·D。",
+                         lambda: _p51_slip(emb=1)),
+                    Slip("K 和 V 的投影按 N 个头算了：这个模型是分组查询注意力（GQA），只有 K = 8 个 KV 头。",
+                         lambda: _p51_slip(attn_heads=2 * N7)),
+                    Slip("门控 FFN 有三个矩阵（W_gate、W_up、W_down），不是两个。",
+                         lambda: _p51_slip(ffn=2))),
+             explain="FFN 5.64e9 + 注意力 1.34e9 + 词表 0.26e9 ≈ 7.2e9：GQA 让注意力只占不到两成。"),
+    Exercise("5.2", "mem_16m", "numbers", _mem_16m, rtol=0.03, unit="[字节, 字节]",
+             labels=("参数和优化器", "检查点"),
+             slips=(Slip("检查点按 fp32 的 4 字节算了：题目说是 bf16，每个元素 2 字节。",
+                         lambda: [10 * P7, _ckpt(16e6, nbytes=4)]),
+                    Slip("每层有两个 [B, F] 检查点（门控 FFN 的两个输入投影）和一个 [B, D]，你少算了一个 [B, F]。",
+                         lambda: [10 * P7, _ckpt(16e6, per_layer=D7 + F7)]),
+                    Slip("参数和优化器状态每参数 10 字节（bf16 参数 2 字节加两个 fp32 矩 8 字节），不是 2 字节。",
+                         lambda: [2 * P7, _ckpt(16e6)])),
+             explain="参数加优化器只有约 72 GB，检查点却有约 34 TB：大批次训练的内存大头是激活。"),
+    Exercise("5.3", "pure_dp", "choice", _p53_choice, choices=("A", "B", "C"),
+             why={"A": "纯数据并行时每颗芯片都要放一份完整的参数和优化器状态，不只是自己那份批次。",
+                  "C": "只放 bf16 参数是放得下，可训练还要 Adam 的两个 fp32 矩：每参数 10 字节，约 72 GB。"},
+             explain="10 字节 × 7.2e9 ≈ 72 GB，一颗 32 GB 的 v4p 放不下一份完整副本。"),
+    Exercise("5.3b", "fsdp_mem_per_chip", "number", _mem_per_chip_3m, rtol=0.05, unit="字节",
+             slips=(Slip("检查点没算进去：3e6 个 token 的检查点（约 6.3 TB）才是大头。",
+                         lambda: 10 * P7 / POD),
+                    Slip("检查点按 fp32 的 4 字节算了：它们是 bf16。",
+                         lambda: (10 * P7 + _ckpt(3e6, nbytes=4)) / POD),
+                    Slip("总量没有分到 4096 颗芯片上：FSDP 把参数、优化器状态和检查点都分片。",
+                         lambda: 10 * P7 + _ckpt(3e6))),
+             explain="约 6.4 TB 分到 4096 颗芯片，每颗约 1.6 GB：FSDP 在内存上绰绰有余。"),
+    Exercise("5.3c", "fsdp_compute_bound", "choice", _p53c_choice, choices=("A", "B", "C"),
+             why={"A": "每芯片约 732 个 token，要和三个轴的门槛 α/3 ≈ 1019 比，不是和 HBM 的门槛比。",
+                  "C": "FSDP 每步的通信量（约 2·2P 字节的收集和归约）与批次无关，批次小时藏不到计算后面。"},
+             explain="每芯片 732 个 token < α/3 ≈ 1019：纯 FSDP 卡在 ICI 上，批次至少要约 4.2M 才行。"),
+    Exercise("5.3d", "step_time", "number", lambda: tr.step_time(P7, 3e6, POD, V4P), rtol=0.05, unit="秒",
+             slips=(Slip("只算了前向的 2PB：训练一步是前向加反向，约 6PB 次运算。", lambda: 2 * P7 * 3e6 / (POD * C)),
+                    Slip("用了 v5p 的峰值：这道题是 v4p（2.75e14 FLOPs/s）。", lambda: 6 * P7 * 3e6 / (POD * 4.59e14))),
+             explain="6PB/(NC) ≈ 0.116 秒；32k 上下文时注意力还要再加不少。"),
+    Exercise("5.3e", "x_opt", "number", lambda: tr.optimal_fsdp(3e6, POD, F7), rtol=0.05, unit="路",
+             accept=(Alt(lambda: _pow2_below(tr.optimal_fsdp(3e6, POD, F7)),
+                         "取 2 的幂也对：实际的 FSDP 度要整除芯片数，正文也这样取。"),),
+             slips=(Slip("M_X/M_Y 写反了：FSDP 用两个轴（M_X = 2），TP 用一个（M_Y = 1）。",
+                         lambda: math.sqrt(3e6 / F7 * 0.5 * POD)),
+                    Slip("用了 D 而不是 F：X_opt = √((B/F)(M_X/M_Y)N)。",
+                         lambda: math.sqrt(3e6 / D7 * 2 * POD)),
+                    Slip("忘了开平方。", lambda: 3e6 / F7 * 2 * POD)),
+             explain="X_opt ≈ 1309：取 X = 1024、Y = 4。"),
+    Exercise("5.4", "step_times", "numbers", _p54, rtol=0.05, unit="[秒, 秒, 秒]",
+             labels=("(1) FSDP 通信", "(2) 1024 颗的计算", "(3) 1e7 的计算"),
+             slips=(Slip("(1) 三个轴一起收集，带宽是 3·W_ici：每步的 FSDP 通信约 3·2P/(3W_ici)。",
+                         lambda: (lambda r: [r[0] * 3, r[1], r[2]])(_p54())),
+                    Slip("(2) 芯片少了，每颗芯片的计算多了：1024 颗时是 6PB/(1024·C)。",
+                         lambda: (lambda r: [r[0], r[1] / 4, r[2]])(_p54()))),
+             explain="1M 批次在 4096 颗上被约 0.16 秒的 FSDP 通信卡住；换成 1024 颗反而计算受限；"
                      "10M 批次直接用纯 FSDP。"),
-    Exercise("5.5", "max_params", "number", lambda: tr.max_params_pure_dp(V5P), rtol=0.10,
-             unit="个参数",
-             explain="96 GB / 10 字节 ≈ 96 亿参数，这还没算梯度和激活，是个上限。"),
-    Exercise("5.6", "dp_bounds", "numbers",
-             lambda: [tr.dp_min_tokens_per_chip(V5P, 1), tr.dp_min_tokens_per_chip(V5P, 3)],
-             rtol=0.05, unit="[token/芯片, token/芯片]",
-             hints=((2.0, "ICI 的 W 要用双向带宽 1.8e11。"),),
-             explain="一个轴 2550，三个轴 850：整个 Pod 用纯数据并行至少要约 7.6M token 的批次。"),
-    Exercise("5.6b", "pod_batch", "number", lambda: tr.dp_min_tokens_per_chip(V5P, 3) * 8960,
-             rtol=0.05, unit="token",
-             explain="850 × 8960 ≈ 7.6M token。"),
-    Exercise("5.7", "deepseek_chips", "number", lambda: 40e6 / tr.dp_min_tokens_per_chip(V5P, 3),
-             rtol=0.05, unit="颗",
-             explain="约 4.7 万颗芯片，5 个多 Pod：大批次让纯 FSDP 也能铺得很开。"),
-    Exercise("5.8", "days", "number", _p58, rtol=0.05, unit="天",
-             hints=((2.0, "MFU 是 50%，别忘了除以 0.5。"),),
-             explain="约 1.9 万颗芯片、50% MFU，15T token 约 17 天。"),
-    Exercise("5.9", "tp_max", "number", lambda: tr.tp_max_degree(28672, V5P), rtol=0.05, unit="路",
-             accept=(11.8,),
-             explain="F/α ≈ 11.2：8 路可以，16 路在一个轴上就通信受限了。"),
-    Exercise("5.9b", "tp16_ok", "choice", _p59_choice, choices=("A", "B"),
-             explain="16 > 11.2，16 路 TP 放在一个轴上是通信受限的。"),
-    Exercise("5.10", "int8_changes", "choice", _p510_choice, choices=("A", "B"),
+    Exercise("5.4b", "why_fewer_chips", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "内存不是问题：FSDP 把参数、优化器状态和检查点都分到 4096 颗芯片上，每颗只要一两 GB。",
+                  "C": "每颗芯片 244 个 token 对矩阵单元来说不算小；问题在 FSDP 的通信量与批次无关，"
+                       "批次小时计算时间比它短得多。"},
+             explain="FSDP 每步的通信固定，计算随每芯片的 token 数变：少用芯片，计算才盖得住通信。"),
+    # ---- thresholds --------------------------------------------------------------------------------
+    Exercise("5.5", "max_params", "number", lambda: tr.max_params_pure_dp(V4P), rtol=0.03, unit="个参数",
+             slips=(Slip("只算了 bf16 参数的 2 字节：Adam 训练每参数 10 字节。", lambda: HBM / 2),
+                    Slip("用了 v5p 的 96 GB：v4p 每颗芯片 32 GB HBM。", lambda: 96e9 / 10)),
+             explain="32 GB / 10 字节 ≈ 32 亿参数，这还没算梯度和激活，是个上限。"),
+    Exercise("5.6", "dp_bounds", "numbers", lambda: [tr.dp_min_tokens_per_chip(V4P, 1), tr.dp_min_tokens_per_chip(V4P, 3)],
+             rtol=0.03, unit="[token/芯片, token/芯片]", labels=("一个轴", "三个轴"),
+             slips=(Slip("ICI 的 W 要用双向带宽（v4p 每条链路 9e10 B/s）：你用了单向的。",
+                         lambda: [2 * A, 2 * A / 3]),
+                    Slip("三个轴一起用，带宽变成三倍，门槛要除以 3，不是乘以 3。", lambda: [A, 3 * A]),
+                    Slip("用了 v5p 的 α（2550）：这道题是 v4p。", lambda: [2550.0, 850.0])),
+             explain="一个轴约 3056，三个轴约 1019：v4p 的算力和链路之比比 v5p 还高。"),
+    Exercise("5.6b", "pod_batch", "number", lambda: tr.dp_min_tokens_per_chip(V4P, 3) * POD, rtol=0.03, unit="token",
+             slips=(Slip("用了一个轴的门槛：整个 Pod 的三个轴都参与，门槛是 α/3。", lambda: A * POD),
+                    Slip("用了 v5p Pod 的 8960 颗：v4p 的 Pod 是 4096 颗。", lambda: A / 3 * 8960)),
+             explain="约 1019 × 4096 ≈ 4.2M token。"),
+    Exercise("5.7", "deepseek_chips", "number", lambda: 40e6 / tr.dp_min_tokens_per_chip(V4P, 3), rtol=0.03, unit="颗",
+             slips=(Slip("用了一个轴的门槛 α：FSDP 用三个轴，门槛是 α/3。", lambda: 40e6 / A),
+                    Slip("乘反了：芯片数是批次除以每芯片至少要的 token 数。", lambda: 40e6 * A / 3)),
+             explain="约 3.9 万颗芯片，将近 10 个 v4p Pod。"),
+    Exercise("5.8", "days", "number", _p58, rtol=0.03, unit="天",
+             slips=(Slip("MFU 是 50%：实际算力只有峰值的一半，时间要除以 0.5。", lambda: _p58(mfu=1.0)),
+                    Slip("只算了前向的 2 FLOPs/参数/token：训练是 6。", lambda: _p58(per_token=2.0)),
+                    Slip("芯片数用了一个轴的门槛 α：FSDP 铺满三个轴，每芯片至少 α/3 个 token。",
+                         lambda: _p58(n_axes=1))),
+             explain="约 1.6 万颗 v4p、50% MFU，15T token 约一个月。"),
+    # ---- tensor parallelism ------------------------------------------------------------------------
+    Exercise("5.9", "tp_max", "number", lambda: tr.tp_max_degree(F70, V4P), rtol=0.03, unit="路",
+             accept=(Alt(lambda: _pow2_below(tr.tp_max_degree(F70, V4P)),
+                         "取 2 的幂也对：实际的张量并行度取 2 的幂，不超过上限的最大一个就是它。"),),
+             slips=(Slip("用了 D 而不是 F：TP 的上限是 F/α。", lambda: 8192 / A),
+                    Slip("倒过来了：上限是 F/α，不是 α/F。", lambda: A / F70),
+                    Slip("用了 v5p 的 α（2550）：这道题是 v4p。", lambda: F70 / 2550.0)),
+             explain="F/α ≈ 9.4：8 路可以，16 路在一个轴上就通信受限了。"),
+    Exercise("5.9b", "tp16_ok", "choice", _p59_choice, choices=("A", "B", "C"),
+             why={"A": "16 路要求 F ≥ 16α ≈ 48900，LLaMA-3-70B 的 F = 28672 不够。",
+                  "C": "张量并行的门槛 Y < F/α 里没有批次：每层搬的激活和要做的运算都正比于 B，B 约掉了。"},
+             explain="16 > 9.4，16 路 TP 放在一个轴上是通信受限的；跨两个轴（M_Y = 2）才行。"),
+    Exercise("5.10", "int8_changes", "choice", _p510_choice, choices=("A", "B", "C"),
+             why={"A": "int8 让 C 翻倍，可每个激活也只剩 1 字节：每字节要做的运算和每字节能做的运算同时翻倍。",
+                  "C": "门槛不会收紧：算力翻倍被激活字节减半抵消了。"},
              explain="int8 让 C 翻倍，但激活字节也减半，F/α 不变。"),
-    Exercise("5.11", "x_opt_64", "number", lambda: tr.optimal_fsdp(48000, 64, 32768), rtol=0.05,
-             unit="路", accept=(13.9,),
-             explain="X_opt ≈ 13.7，取 2 的幂：16 路 FSDP × 4 路 TP。"),
+    # ---- FSDP + TP ---------------------------------------------------------------------------------
+    Exercise("5.11", "x_opt_128", "number", lambda: tr.optimal_fsdp(96000, 128, F70), rtol=0.05, unit="路",
+             accept=(Alt(lambda: 2.0 ** round(math.log2(tr.optimal_fsdp(96000, 128, F70))),
+                         "取最近的 2 的幂也对：正文也这样取。"),),
+             slips=(Slip("M_X/M_Y 写反了：题目里是 2。", lambda: math.sqrt(96000 / F70 * 0.5 * 128)),
+                    Slip("忘了开平方。", lambda: 96000 / F70 * 2 * 128)),
+             explain="X_opt ≈ 29，取 2 的幂：32 路 FSDP × 4 路 TP。"),
     Exercise("5.12", "mixed_min", "function",
              lambda d_ff, chip, mx_my: float(tr.mixed_min_tokens_per_chip(d_ff, chip, mx_my)),
-             rtol=0.01, unit="token/芯片",
-             sampler=_p512_sample,
-             explain="4α²/(M_X M_Y F)：F = 32,768、M_X M_Y = 2 时约 397，是纯 FSDP 850 的一半不到。"),
-    Exercise("5.12b", "mixed_min_v5p", "number", lambda: tr.mixed_min_tokens_per_chip(32768, V5P),
-             rtol=0.03, unit="token/芯片", accept=(400.0,),
-             explain="约 397 个 token/芯片，和 HBM 强度（164）只差两三倍。"),
-    Exercise("5.13", "b_star", "number", lambda: 4096 * tr.mixed_min_tokens_per_chip(32768, V5P),
-             rtol=0.05, unit="token",
-             hints=((1e4, "原书图注印成了 1.6e10，是笔误。"),),
-             explain="约 1.6M token：再小，任何切法都通信受限。"),
-    Exercise("5.14", "fsdp_chips_2m", "number", lambda: 2e6 / tr.dp_min_tokens_per_chip(V5P, 3),
-             rtol=0.05, unit="颗",
-             explain="约 2350 颗，四分之一个 Pod。"),
-    Exercise("5.14b", "x_opt_pod", "number", lambda: tr.optimal_fsdp(3.5e6, 8192, 28672),
-             rtol=0.05, unit="路", accept=(1383.0,),
-             explain="约 1414，取 1024 × 8（8192 颗芯片）。"),
+             rtol=0.01, unit="token/芯片", sampler=_p512_sample,
+             edge_cases=({"d_ff": 28672, "chip": "v4p", "mx_my": 2}, {"d_ff": 8192, "chip": "v5e", "mx_my": 1}),
+             slips=(Slip("分子是 4α²：2α²/F 只是 M_X M_Y = 2 时的写法。",
+                         lambda d_ff, chip, mx_my: 2 * _alpha(chip) ** 2 / (mx_my * d_ff)),
+                    Slip("M_X M_Y 要在分母里：3D 环面上它是 2，门槛减半。",
+                         lambda d_ff, chip, mx_my: 4 * _alpha(chip) ** 2 / d_ff)),
+             explain="4α²/(M_X M_Y F)：F 越大、轴越多，门槛越低。"),
+    Exercise("5.12b", "mixed_min_v4p", "number", lambda: tr.mixed_min_tokens_per_chip(F70, V4P), rtol=0.03,
+             unit="token/芯片",
+             slips=(Slip("v4p 是 3D 环面：M_X M_Y 取 2。", lambda: 4 * A ** 2 / F70),
+                    Slip("用了 v5p 的 α（2550）：这道题是 v4p。", lambda: 2 * 2550.0 ** 2 / F70)),
+             explain="约 651 个 token/芯片，不到纯 FSDP 门槛（约 1019）的三分之二。"),
+    Exercise("5.13", "b_star", "number", lambda: POD * tr.mixed_min_tokens_per_chip(F70, V4P), rtol=0.03,
+             unit="token",
+             slips=(Slip("这是每颗芯片的门槛：题目问全局批次，要乘以 4096 颗芯片。",
+                         lambda: tr.mixed_min_tokens_per_chip(F70, V4P)),
+                    Slip("v4p 是 3D 环面：M_X M_Y 取 2。", lambda: POD * 4 * A ** 2 / F70)),
+             explain="约 2.7M token：再小，按相加的模型任何切法都通信受限。"),
+    Exercise("5.13b", "below_b_star", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "加大 TP 度会让 TP 项（正比于 Y）更早通信受限：门槛 4α²/(M_X M_Y F) 和怎么切无关。",
+                  "C": "int8 让算力翻倍，但每字节也只剩一半，α 的作用不变（见练习 5.10）。"},
+             explain="门槛是每芯片的 token 数：批次定了，就少用芯片。"),
+    # ---- LLaMA-3-70B across v4p pods ---------------------------------------------------------------
+    Exercise("5.14", "fsdp_chips_2m", "number", lambda: 2e6 / tr.dp_min_tokens_per_chip(V4P, 3), rtol=0.03, unit="颗",
+             slips=(Slip("用了一个轴的门槛 α：纯 FSDP 用三个轴，门槛是 α/3。", lambda: 2e6 / A),),
+             explain="约 1960 颗，不到半个 v4p Pod。"),
+    Exercise("5.14b", "x_opt_pod", "number", lambda: tr.optimal_fsdp(5e6, POD, F70), rtol=0.05, unit="路",
+             accept=(Alt(lambda: _pow2_below(tr.optimal_fsdp(5e6, POD, F70)),
+                         "取 2 的幂也对：X = 1024、Y = 4 正好铺满 4096 颗芯片。"),),
+             slips=(Slip("M_X/M_Y 写反了：FSDP 用两个轴（M_X = 2），TP 用一个（M_Y = 1）。",
+                         lambda: math.sqrt(5e6 / F70 * 0.5 * POD)),
+                    Slip("用了 v5p Pod 的 8192 颗：v4p 的 Pod 是 4096 颗。", lambda: math.sqrt(5e6 / F70 * 2 * 8192))),
+             explain="约 1195，取 X = 1024、Y = 4。"),
     Exercise("5.14c", "comms_over_math", "number", _p514c, rtol=0.03, unit="（比值）",
-             accept=(5293 / 5026,),
-             explain="约 1.08：相加模型下通信比计算多 8%，就在边上。"),
-    Exercise("5.14d", "dcn_tokens", "number", lambda: tr.dcn_min_tokens_per_pod(V5P), rtol=0.05,
-             unit="token/Pod", accept=(75000.0,),
-             explain="C/W_dcn ≈ 73,440：LLaMA 的批次动辄几百万，轻松满足。"),
+             slips=(Slip("FSDP 项是 F/(Y·M_X)：FSDP 用两个轴，M_X = 2。", lambda: _p514c(m_x=1)),
+                    Slip("比值倒过来了：题目要通信时间 ÷ 计算时间。", lambda: 1 / _p514c())),
+             explain="约 0.74：相加模型下通信也只有计算的四分之三，计算受限。"),
+    Exercise("5.14d", "dcn_tokens", "number", lambda: tr.dcn_min_tokens_per_pod(V4P), rtol=0.03, unit="token/Pod",
+             slips=(Slip("每台主机有 4 颗芯片：主机的 2.5e10 B/s 要分给 4 颗，每颗 6.25e9 B/s。",
+                         lambda: C / V4P.dcn_bw_per_host),
+                    Slip("用了 v5p 的数：v4p 的峰值是 2.75e14 FLOPs/s。", lambda: 4.59e14 / V4P.dcn_bw_1way)),
+             explain="C/W_dcn ≈ 44,000：LLaMA 的批次动辄几百万，轻松满足。"),
     Exercise("5.14e", "days_10_pods", "number",
-             lambda: tr.train_time(tr.total_train_flops(L70.params(), 15e12), V5P, 89600, 1.0) / DAY,
-             rtol=0.10, unit="天",
-             explain="100% MFU 下约 1.8 天，50% 时约 3.6 天；原书的“约 2 天”隐含了接近满载。"),
+             lambda: tr.train_time(tr.total_train_flops(L70.params(), 15e12), V4P, 10 * POD, 1.0) / DAY,
+             rtol=0.03, unit="天",
+             slips=(Slip("题目说 100% MFU：不用再除以 0.5。",
+                         lambda: tr.train_time(tr.total_train_flops(L70.params(), 15e12), V4P, 10 * POD, 0.5) / DAY),
+                    Slip("用了 v5p Pod 的 8960 颗：v4p 的 Pod 是 4096 颗。",
+                         lambda: tr.train_time(tr.total_train_flops(L70.params(), 15e12), V4P, 89600, 1.0) / DAY)),
+             explain="100% MFU 下约 6.5 天，50% 时约 13 天。"),
+    Exercise("5.14f", "across_pods", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "FSDP 每层都要收集和归约权重，DCN 比 ICI 慢十几倍，跨 Pod 就卡在 DCN 上。",
+                  "C": "张量并行每层都要搬激活、在关键路径上，只能放在最快的链路（一个 Pod 的 ICI 轴）上。"},
+             explain="Pod 之间只做数据并行：每步只归约一次梯度，每 Pod 的批次远超 DCN 门槛。"),
+    # ---- the interactive figure's threshold and the layer bytes ------------------------------------
     Exercise("5.15", "fsdp_tp_threshold", "function",
-             lambda n_fsdp, n_tp, m_x, m_y, d_ff, chip: tr.fsdp_tp_threshold(n_fsdp, n_tp, m_x, m_y,
-                                                                              d_ff, chip),
-             rtol=1e-6, unit="token",
-             sampler=lambda rng: {"n_fsdp": _pow2(rng, 1, 12), "n_tp": _pow2(rng, 0, 3),
-                                  "m_x": int(rng.integers(1, 4)), "m_y": 1,
-                                  "d_ff": _pow2(rng, 15, 17), "chip": "v5p"},
+             lambda n_fsdp, n_tp, m_x, m_y, d_ff, chip: tr.fsdp_tp_threshold(n_fsdp, n_tp, m_x, m_y, d_ff, chip),
+             rtol=1e-3, unit="token", sampler=_p515_sample,
+             edge_cases=({"n_fsdp": 1, "n_tp": 4, "m_x": 1, "m_y": 1, "d_ff": 65536, "chip": "v4p"},
+                         {"n_fsdp": 2048, "n_tp": 2, "m_x": 2, "m_y": 1, "d_ff": 32768, "chip": "v4p"},
+                         {"n_fsdp": 512, "n_tp": 8, "m_x": 2, "m_y": 1, "d_ff": 65536, "chip": "v4p"}),
+             slips=(Slip("n_fsdp = 1 时没有 FSDP 通信，门槛是 0（题目说了）。", _p515_slip("no_zero")),
+                    Slip("FSDP 项除以 Y·M_X：FSDP 用 M_X 条轴，门槛要除以 M_X。", _p515_slip("no_mx")),
+                    Slip("B* = Nα/(Y·M_X) = Xα/M_X：TP 度在 N/Y 里约掉了，不要再乘 Y。", _p515_slip("times_y"))),
              explain="B* = Nα/(Y M_X) = Xα/M_X：D 约掉了；TP 越多，门槛越低。"),
-    Exercise("5.17", "layer_comm_bytes", "function", _layer_bytes, rtol=1e-9,
-             sampler=_layer_sampler, unit="[前向字节, 反向字节]",
+    Exercise("5.17", "layer_comm_bytes", "function", _layer_bytes, rtol=1e-3, sampler=_layer_sampler,
+             unit="[前向字节, 反向字节]", labels=("前向", "反向"),
+             edge_cases=({"kind": "dp", "B": 4096, "D": 1024, "F": 4096, "x": 1, "y": 1},
+                         {"kind": "fsdp_tp", "B": 65536, "D": 2048, "F": 8192, "x": 8, "y": 1},
+                         {"kind": "fsdp_tp", "B": 65536, "D": 2048, "F": 8192, "x": 1, "y": 4},
+                         {"kind": "fsdp_tp", "B": 65536, "D": 2048, "F": 8192, "x": 16, "y": 4}),
+             slips=(Slip("并行度为 1 的那一方不通信（题目的约定）：只有一份时没什么可收集、可归约的。",
+                         _layer_slip("degree1")),
+                    Slip("FSDP+TP 反向的激活项是 4BD/X（一次 AllGather dOut 加一次 ReduceScatter dIn），"
+                         "不是原书汇总表里的 8BD/X。", _layer_slip("bwd8")),
+                    Slip("数据并行的梯度要 AllReduce，按约定记 2V：两个权重矩阵共 2·2·2DF = 8DF。",
+                         _layer_slip("ar_once"))),
              explain="DP 0 / 8DF，FSDP 4DF / 8DF，TP 4BD / 4BD，FSDP+TP 是两者各除以对方的并行度。"),
-    Exercise("5.19", "ep_ratio", "number", lambda: tr.ep_compute_comm_ratio(2048, 8, V5P),
-             rtol=0.05, unit="（比值）",
-             hints=((2.0, "AllToAll 在双向环上的代价是 V/(4W)。"),),
-             explain="约 0.40：8 个细专家在一个环上通信受限。"),
-    Exercise("5.19b", "ep_max", "number", lambda: tr.ep_max_degree(2048, V5P), rtol=0.10,
-             unit="个专家",
-             explain="E < 4F_e/α ≈ 3.2：环上的专家轴要短，或者专家要胖。"),
+    # ---- experts and pipelines ---------------------------------------------------------------------
+    Exercise("5.19", "ep_ratio", "number", lambda: tr.ep_compute_comm_ratio(2048, 8, V4P), rtol=0.03, unit="（比值）",
+             slips=(Slip("AllToAll 在双向环上的代价是 V/(4W)，不是 V/(2W)。",
+                         lambda: tr.ep_compute_comm_ratio(2048, 8, V4P) / 2),
+                    Slip("比值倒过来了：题目要计算时间 ÷ 通信时间。", lambda: 1 / tr.ep_compute_comm_ratio(2048, 8, V4P)),
+                    Slip("题目的专家不带门控：两个矩阵，不是三个。",
+                         lambda: tr.ep_compute_comm_ratio(2048, 8, V4P, gated=True))),
+             explain="约 0.34：8 个细专家在一个环上通信受限。"),
+    Exercise("5.19b", "ep_max", "number", lambda: tr.ep_max_degree(2048, V4P), rtol=0.03, unit="个专家",
+             slips=(Slip("AllToAll 在双向环上的代价是 V/(4W)：上限是 4F_e/α，不是 2F_e/α。",
+                         lambda: tr.ep_max_degree(2048, V4P) / 2),
+                    Slip("用了 v5p 的 α（2550）：这道题是 v4p。", lambda: 4 * 2048 / 2550.0)),
+             explain="E < 4F_e/α ≈ 2.7：v4p 上环上的专家轴要更短，或者专家要更胖。"),
+    Exercise("5.19c", "fix_experts", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "专家越多，每颗芯片分到的 token 越分散：比值 4F_e/(αE) 随 E 变小，更通信受限。",
+                  "C": "int8 让算力翻倍，可 AllToAll 搬的激活也只剩一半字节，比值不变（和练习 5.10 一样）。"},
+             explain="计算正比于 F_e，AllToAll 的字节与 F_e 无关：专家胖一些，计算就盖得住通信。"),
     Exercise("5.20", "bubbles", "numbers",
-             lambda: [float(tr.bubble_fraction(8, 32)), float(tr.bubble_fraction(8, 8))], rtol=0.03,
-             unit="[比例, 比例]",
-             hints=((100.0, "这里要 0 到 1 之间的小数，不是百分数。"),),
-             explain="8 级、32 个微批次空闲 18%，8 个微批次空闲 47%：微批次要远多于级数。"),
+             lambda: [float(tr.bubble_fraction(6, 24)), float(tr.bubble_fraction(6, 12))], rtol=0.03,
+             unit="[比例, 比例]", labels=("24 个微批次", "12 个微批次"),
+             slips=(Slip("分母是总时隙 M + S − 1，不是微批次数 M。", lambda: [5 / 24, 5 / 12]),
+                    Slip("空闲的时隙是 S − 1（首尾各等一段），不是 S。", lambda: [6 / 30, 6 / 18])),
+             explain="6 级、24 个微批次空闲约 17%，12 个约 29%：微批次要远多于级数。"),
+    Exercise("5.20b", "micro_cost", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "流水线每个微批次只在相邻两级之间传一次激活，总字节和微批次数无关。",
+                  "C": "有代价：全局批次不变时，微批次越多每个越小。"},
+             explain="微批次太小，每次矩阵乘法的批次维变小，可能掉到 HBM 门槛以下。"),
 ]

@@ -85,6 +85,34 @@ PROBES = [
     ("3.12b", "wrong letter C", lambda: "C", "ReduceScatter 会让输出沿 Y 切开"),
     ("3.16c", "reciprocal (was a letter-free 0.5)", lambda: "B", "只省一半"),
     ("3.16e", "split ties (the chapter's other routing)", lambda: [4.0, 4.0, 4.0], "两个方向各分了一半"),
+    # ---- chapter 5 (TPU v4p, the 7B GQA model) ------------------------------------------------------
+    ("5.1", "both embedding matrices dropped", lambda: 3 * 32 * 4096 * 14336 + 2 * 32 * 4096 * 128 * 40,
+     "两个嵌入矩阵都漏掉了"),
+    ("5.1", "tied embeddings (one matrix)", lambda: 3 * 32 * 4096 * 14336 + 2 * 32 * 4096 * 128 * 40 + 32000 * 4096,
+     "只算了一个嵌入矩阵"),
+    ("5.4", "one axis instead of three in (1)", lambda: _with("5.4", 0, 3), "三个轴一起收集"),
+    ("5.8", "50 % MFU forgotten", lambda: _ref("5.8") / 2, "MFU 是 50%"),
+    ("5.14c", "the per cent form", lambda: _ref("5.14c") * 100, "百分"),
+    ("5.14c", "the inverse ratio", lambda: 1 / _ref("5.14c"), "倒过来"),
+    ("5.14d", "per host instead of per chip", lambda: 2.75e14 / 2.5e10, "每台主机有 4 颗芯片"),
+    ("5.14e", "50 % MFU where 100 % is asked", lambda: _ref("5.14e") * 2, "100% MFU"),
+    ("5.15", "no special case for n_fsdp = 1",
+     lambda: _fn(lambda n_fsdp, n_tp, m_x, m_y, d_ff, chip: n_fsdp * 2.75e14 / 9e10 / m_x if chip == "v4p"
+                 else n_fsdp * 1.0), "n_fsdp = 1"),
+    ("5.17", "degree-1 sides communicate anyway",
+     lambda: _fn(lambda kind, B, D, F, x, y: {"dp": [0.0, 8.0 * D * F], "fsdp": [4.0 * D * F, 8.0 * D * F],
+                                              "tp": [4.0 * B * D, 4.0 * B * D],
+                                              "fsdp_tp": [4.0 * B * D / x + 4.0 * D * F / y,
+                                                          4.0 * B * D / x + 8.0 * D * F / y]}[kind]),
+     "并行度为 1 的那一方不通信"),
+]
+
+# right answers the trials saw rejected: each must pass now, with its sentence
+ALT_PROBES = [
+    ("5.3e", "the power of two the chapter picks", lambda: 1024.0, "2 的幂"),
+    ("5.9", "the power of two below F/alpha", lambda: 8.0, "2 的幂"),
+    ("5.11", "the nearest power of two", lambda: 32.0, "2 的幂"),
+    ("5.14b", "X = 1024 for the pod", lambda: 1024.0, "2 的幂"),
 ]
 
 
@@ -100,6 +128,12 @@ def test_trial_probe_names_its_cause(ex_id, what, make, says):
     assert "四舍五入" not in r.message, f"{ex_id} ({what}): blamed on rounding: {r.message}"
 
 
+@pytest.mark.parametrize("ex_id, what, make, says", ALT_PROBES, ids=[f"{p[0]}-{p[1]}" for p in ALT_PROBES])
+def test_trial_alternative_passes(ex_id, what, make, says):
+    r = _run(ex_id, make)
+    assert r.correct and says in r.message, f"{ex_id} ({what}): {r.message}"
+
+
 if __name__ == "__main__":  # pragma: no cover - the record for the issue
-    for ex_id, what, make, _ in PROBES:
+    for ex_id, what, make, _ in PROBES + ALT_PROBES:
         print(f"{ex_id:6s} {what}: {_run(ex_id, make).message}")

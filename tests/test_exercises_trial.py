@@ -105,6 +105,21 @@ PROBES = [
                                               "fsdp_tp": [4.0 * B * D / x + 4.0 * D * F / y,
                                                           4.0 * B * D / x + 8.0 * D * F / y]}[kind]),
      "并行度为 1 的那一方不通信"),
+    # ---- chapter 7 (TPU v6e, the 7B GQA model) --------------------------------------------------------
+    ("7.1", "(c) halved like (b)", lambda: _with("7.1", 2, 0.5), "(c) 用 int8 运算时峰值也翻倍"),
+    ("7.2", "the approximation C/W", lambda: 9.2e14 / 1.6e12, "近似式"),
+    ("7.7", "the count rounded down", lambda: _with("7.7", 1, 13 / 14), "向上取整"),
+    ("7.9b", "the weights left out of the HBM budget", lambda: [178, 44], "权重也占内存"),
+    ("7.9c", "per-chip throughput", lambda: _with("7.9c", 1, 0.25), "整个 4 颗芯片"),
+    ("7.11", "the per-shard threshold", lambda: _with("7.11", 0, 1 / 16), "每个分片的门槛"),
+    ("7.13", "the saving instead of the remainder", lambda: 5 / 8, "省下的比例"),
+    ("7.15", "the weights left out (passed at ±10 %)", lambda: [59, 476], "权重也占内存"),
+    ("7.17", "bf16 weights", lambda: _ref("7.17") * (1 + 18.4 / (18.4 + 32 * 2.147)), "bf16"),
+    ("7.18", "E/k forgotten in (c)", lambda: _with("7.18", 2, 1 / 8), "E/k"),
+    ("7.18b", "causal halving", lambda: _fn(lambda T: 2 * 3.1274303488e10 * T + 2 * 64 * 32 * 256 * T ** 2),
+     "因果掩码"),
+    ("7.20b", "the F = 4D value", lambda: 72.0, "F = 4D"),
+    ("7.21", "the speed-up instead of the cost", lambda: _with("7.21", 1, 1 / _ref("7.21")[1] ** 2), "加速比"),
 ]
 
 # right answers the trials saw rejected: each must pass now, with its sentence

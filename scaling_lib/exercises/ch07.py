@@ -1,20 +1,27 @@
-"""Chapter 7 exercises (spec 07, P7.1-P7.21; corrected per CANON §4: v5e HBM 8.2e11 B/s,
-α = 2189, β = 9.1, 16e9 bytes per chip). The free-text part of P7.17 is a 思考题 (not graded).
+"""Chapter 7 exercises (spec 07, P7.1-P7.21). The free-text part of P7.17 is a 思考题 (not graded).
 
-Expected values are computed from scaling_lib.inference; tests/test_exercises_07.py pins them to
-the spec's corrected answers.
+The chapter works the spec's problems itself on TPU v5e (LLaMA-2-13B, the 30B pop quiz, the
+chapter's model on a 4x4); every exercise here asks the same questions on **TPU v6e** (C = 9.2e14,
+W_hbm = 1.6e12, 32 GB per chip, ICI 9e10 one way) and for a 7B model with grouped-query attention,
+with other sizes where the chapter prints a number, so that no expected value is a number chapters
+4 and 7 print (tests/test_exercises.py checks it). Each exercise declares its likely slips
+(``Slip``); the choice items ask what binds and why, with feedback for every wrong reason.
+
+Expected values are computed from scaling_lib.inference; hand-computed answers are pinned in
+tests/test_exercises.py.
 """
 from __future__ import annotations
 
+import math
+
 from .. import hardware, inference as inf
-from . import Exercise
+from . import Exercise, Slip
 
-V5E = "TPU v5e"
+V5E, V6E = "TPU v5e", "TPU v6e"
+C6, C6_8, W6, HBM6, W1_6 = 9.2e14, 1.84e15, 1.6e12, 32e9, 9e10
 CH7 = inf.BOOK_CH7_MODEL
-
-
-def _l13():
-    return inf.served_model("llama2-13b")
+M7 = inf.ServedModel.from_dims("7B GQA", L=32, D=4096, F=14336, N=32, K=8, H=128, V=32000)
+M7_MHA = inf.ServedModel("7B, K = 32", M7.params, 2 * 32 * 32 * 128)
 
 
 def _moe():
@@ -23,31 +30,26 @@ def _moe():
 
 
 def _p71():
-    return [inf.critical_batch(V5E, w, c) for w, c in (("bf16", "bf16"), ("int8", "bf16"),
-                                                      ("int8", "int8"))]
+    return [inf.critical_batch(V6E, w, c) for w, c in (("bf16", "bf16"), ("int8", "bf16"), ("int8", "int8"))]
 
 
 def _p73b():
-    return [2 * inf.critical_batch(V5E), float(inf.attention_intensity(8192, 1))]
+    return [2 * inf.critical_batch(V6E), float(inf.attention_intensity(8192, 1))]
 
 
-def _p75():
+def _p75(weights="int8"):
     q = inf.POP_QUIZ_30B
-    a = inf.decode_step_time(q, 4, 8192, 16, V5E, "int8", "int8")
-    b = inf.decode_step_time(q, 256, 8192, 16, V5E, "int8", "int8", check_memory=False)
+    a = inf.decode_step_time(q, 4, 8192, 16, V6E, weights, "int8", check_memory=False)
+    b = inf.decode_step_time(q, 256, 8192, 16, V6E, weights, "int8", check_memory=False)
     return [float(a.total_s) * 1e3, float(b.total_s) * 1e3]
 
 
-def _p76():
-    m = _l13()
-    return [m.params, m.params * 2]
+def _kv_seq(m=M7):
+    return float(inf.kv_bytes_per_seq(m, 8192))
 
 
 def _p77():
-    m = _l13()
-    kv = float(inf.kv_bytes_per_seq(m, 8192))
-    import math
-    return [kv, math.ceil(float(inf.kv_weight_balance_batch(m, 8192)))]
+    return [_kv_seq(), math.ceil(float(inf.kv_weight_balance_batch(M7, 8192)))]
 
 
 def _step_ref(B, kv_seq, param_bytes, n, W):
@@ -55,47 +57,45 @@ def _step_ref(B, kv_seq, param_bytes, n, W):
 
 
 def _p79b():
-    k8 = inf.ServedModel("13B K=8", 13.0e9, 2 * 40 * 8 * 128)
-    return [inf.max_batch_size(_l13(), 8192, 8, V5E), inf.max_batch_size(k8, 8192, 8, V5E)]
+    return [inf.max_batch_size(M7, 8192, 6, V6E), inf.max_batch_size(M7_MHA, 8192, 6, V6E)]
 
 
-def _p79c():
-    m = inf.ServedModel("13B", 13.0e9, 2 * 40 * 40 * 128)
-    t = inf.min_step_time(26e9, float(inf.kv_bytes_per_seq(m, 8192)), 32, 8, V5E)
-    return [t * 1e3, 32 / t]
+def _p79c(n_out=4):
+    t = inf.min_step_time(2 * M7.params, _kv_seq(), 32, 4, V6E)
+    return [t * 1e3, 32 / t * n_out / 4]
 
 
 def _p711():
-    return [float(inf.latency_bound_bytes(8, V5E)), 16 * 8192 * 1.0]
+    return [float(inf.latency_bound_bytes(16, V6E)), 32 * 4096 * 1.0]
 
 
 def _p711b():
-    return "A" if bool(inf.collective_is_latency_bound(16 * 8192, 8, V5E)) else "B"
+    return "A" if bool(inf.collective_is_latency_bound(32 * 4096, 16, V6E)) else "B"
 
 
-def _p712():
-    return inf.min_step_time(2 * (2 * 8192 * 32768) / 4, 0, 1, 1, V5E)
+def _p712(ways=4):
+    return inf.min_step_time(2 * (2 * 4096 * 14336) / ways, 0, 1, 1, V6E)
 
 
 def _p715():
     k1 = inf.ServedModel("K=1", CH7.params, 2 * 64 * 1 * 256)
-    return [inf.max_batch_size(CH7, 8192, 16, V5E, "int8", "int8"),
-            inf.max_batch_size(k1, 8192, 16, V5E, "int8", "int8")]
+    return [inf.max_batch_size(CH7, 8192, 4, V6E, "int8", "int8"),
+            inf.max_batch_size(k1, 8192, 4, V6E, "int8", "int8")]
 
 
 def _p716():
     p = CH7.params
-    return [inf.min_step_time(p, 0, 1, 16, V5E) * 1e3, inf.min_step_time(2 * p, 0, 1, 16, V5E) * 1e3,
-            inf.min_step_time(p, 0, 1, 1, V5E) * 1e3]
+    return [inf.min_step_time(p, 0, 1, 16, V6E) * 1e3, inf.min_step_time(2 * p, 0, 1, 16, V6E) * 1e3,
+            inf.min_step_time(p, 0, 1, 1, V6E) * 1e3]
 
 
-def _p717():
-    return float(inf.decode_step_time(CH7, 32, 8192, 16, V5E, "int8", "int8").total_s) * 1e3
+def _p717(weights="int8"):
+    return float(inf.decode_step_time(CH7, 32, 8192, 16, V6E, weights, "int8", check_memory=False).total_s) * 1e3
 
 
 def _p718():
     m = _moe()
-    return [m.params, m.active_params, inf.moe_critical_batch(16, 2, V5E), m.kv_elems_per_token]
+    return [m.params, m.active_params, inf.moe_critical_batch(16, 2, V6E), m.kv_elems_per_token]
 
 
 def _moe_flops_ref(T):
@@ -115,92 +115,225 @@ def _t2d_ref(B, D, F, X, YZ, W):
     return 2 * B * D / (X * W) + 4 * B * F / (YZ * W)
 
 
-def _p721():
-    return [float(inf.spec_decode_expected_tokens(0.8, 4)),
-            float(inf.spec_decode_time_per_token(0.8, 4, 0.05, 1.0))]
+def _p721(a=0.7, g=5):
+    return [float(inf.spec_decode_expected_tokens(a, g)), float(inf.spec_decode_time_per_token(a, g, 0.05, 1.0))]
+
+
+def _p721b_choice():
+    t = float(inf.spec_decode_time_per_token(0.3, 5, 0.05, 1.0))
+    return "A" if t < 1 else "B"
 
 
 def _rint(rng, lo, hi):
     return int(rng.integers(lo, hi))
 
 
+def _swap(ref, i, v):
+    out = list(ref)
+    out[i] = v
+    return out
+
+
 EXERCISES = [
-    Exercise("7.1", "b_crit", "numbers", _p71, rtol=0.05, unit="token",
-             accept=([243.2, 121.6, 243.2],),
-             explain="只量化权重时每个字节能做的运算少了一半，门槛跟着减半；运算也用 int8 时峰值翻倍，又回到 240。"),
-    Exercise("7.2", "b_exact", "number",
-             lambda: float(inf.exact_critical_batch(8192, 28672, V5E)), rtol=0.02, unit="token",
-             explain="精确的门槛比近似的 240 略大：激活的读写也占了一点带宽。"),
+    Exercise("7.1", "b_crit", "numbers", _p71, rtol=0.03, unit="token", labels=("(a)", "(b)", "(c)"),
+             slips=(Slip("(b) 只量化权重时每个字节只做一半的运算：权重字节减半、峰值不变，门槛减半。",
+                         lambda: (lambda r: _swap(r, 1, r[0]))(_p71())),
+                    Slip("(c) 用 int8 运算时峰值也翻倍：字节减半、算力翻倍，门槛回到 (a)。",
+                         lambda: (lambda r: _swap(r, 2, r[1]))(_p71())),
+                    Slip("用了 v5e 的数：这道题是 v6e（9.2e14 FLOPs/s，HBM 1.6e12 B/s）。",
+                         lambda: [1.97e14 / 8.2e11, 1.97e14 / 8.2e11 / 2, 1.97e14 / 8.2e11])),
+             explain="只量化权重时门槛减半；运算也用 int8 时峰值翻倍，又回到 C/W。"),
+    Exercise("7.1b", "why_c", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "int8 运算确实更快，可这会让计算时间变短、更难计算受限；是字节也减半把门槛拉了回来。",
+                  "C": "这道题只看 FFN 的权重矩阵乘法，KV 缓存不在里面。"},
+             explain="门槛是 C·b_w/(2W)：C 翻倍、b_w 减半，两者抵消。"),
+    Exercise("7.2", "b_exact", "number", lambda: float(inf.exact_critical_batch(4096, 14336, V6E)), rtol=0.02,
+             unit="token",
+             slips=(Slip("这是 B ≪ D、F 的近似式 C/W：题目要精确值，激活的读写也占带宽。", lambda: C6 / W6),),
+             explain="精确的门槛比近似的 575 大不少：v6e 的 C/W 大，D、F 又不够大，激活的读写不能忽略。"),
     Exercise("7.3", "attn_intensity", "function", lambda S, T: S * T / (S + T), rtol=0.01,
              sampler=lambda rng: {"S": _rint(rng, 1, 100_000), "T": _rint(rng, 1, 100_000)},
+             edge_cases=({"S": 4096, "T": 4096}, {"S": 8192, "T": 1}, {"S": 1, "T": 512}),
+             slips=(Slip("T/2 只在 S = T 时成立：一般是 ST/(S + T)。", lambda S, T: T / 2),
+                    Slip("分母只算了 K、V 的字节：Q 和输出（正比于 T）也要读写。", lambda S, T: float(T))),
              unit="FLOPs/字节", explain="S = T 时是 T/2；T = 1 时约为 1。"),
-    Exercise("7.3b", "attn_numbers", "numbers", _p73b, rtol=0.03,
-             unit="[token, FLOPs/字节]",
-             explain="预填充的提示词超过约 480 个 token 就计算受限；解码注意力的强度约为 1，和批次无关。"),
-    Exercise("7.4", "gqa_intensity", "function", lambda S, T, G: S * T * G / (S + T * G),
-             rtol=0.01,
+    Exercise("7.3b", "attn_numbers", "numbers", _p73b, rtol=0.03, unit="[token, FLOPs/字节]",
+             labels=("预填充门槛", "解码强度"),
+             slips=(Slip("预填充注意力的强度是 T/2（S = T），要 T/2 > C/W，即 T > 2C/W。",
+                         lambda: (lambda r: _swap(r, 0, r[0] / 2))(_p73b())),),
+             explain="预填充的提示词超过约 1150 个 token 就计算受限；解码注意力的强度约为 1，和批次无关。"),
+    Exercise("7.3c", "attn_bound", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "解码注意力的强度约为 1，与批次无关：每条序列读自己的 KV 缓存，批次再大也摊不薄。",
+                  "C": "预填充的强度约为 T/2，长提示词时远超 C/W，是计算受限的。"},
+             explain="预填充注意力随提示词长度变得计算受限，解码注意力永远卡在带宽上。"),
+    Exercise("7.4", "gqa_intensity", "function", lambda S, T, G: S * T * G / (S + T * G), rtol=0.01,
              sampler=lambda rng: {"S": _rint(rng, 1, 100_000), "T": _rint(rng, 1, 4096),
                                   "G": int(rng.choice([1, 2, 4, 8, 16]))},
-             unit="FLOPs/字节", explain="解码时（T = 1）强度趋于 G：GQA 把解码注意力的强度提高了 G 倍，但仍远低于 240。"),
-    Exercise("7.4b", "gqa_decode", "number", lambda: float(inf.attention_intensity(8192, 1, 8)),
-             rtol=0.03, unit="FLOPs/字节", explain="约等于 G = 8，还是远小于 240：解码注意力仍然卡在带宽上。"),
-    Exercise("7.5", "quiz_ms", "numbers", _p75, rtol=0.05, unit="ms",
-             accept=([2.57, 21.05],), hints=((1e3, "你的结果像是以秒为单位的 1000 倍：这里要毫秒。"),),
-             explain="批次大了 64 倍，时间只多了约 8 倍：小批次时权重才是大头。"),
-    Exercise("7.6", "llama13", "numbers", _p76, rtol=0.02, unit="[个, 字节]",
-             explain="130 亿参数、26 GB bf16 权重，一颗 16 GB 的 v5e 放不下。"),
-    Exercise("7.7", "kv13", "numbers", _p77, rtol=0.02, unit="[字节, 条]",
-             explain="多头注意力的 KV 缓存很重：4 条 8k 序列就超过了权重。"),
-    Exercise("7.8", "act_bytes", "number", lambda: 8192 * 5120 * 2.0, rtol=0.1, unit="字节",
-             accept=(80e6,), explain="一个激活张量不到 0.1 GB：推理时激活可以忽略。"),
+             edge_cases=({"S": 8192, "T": 1, "G": 8}, {"S": 4096, "T": 4096, "G": 1}, {"S": 16, "T": 64, "G": 4}),
+             slips=(Slip("KV 缓存只读一次、被 G 个查询头共用：分母是 S + TG，不是 SG + T。",
+                         lambda S, T, G: S * T * G / (S * G + T)),
+                    Slip("G 个查询头共用一份 KV：运算多了 G 倍，强度也跟着变，不能把 G 忽略。",
+                         lambda S, T, G: S * T / (S + T))),
+             unit="FLOPs/字节", explain="解码时（T = 1）强度趋于 G：GQA 把解码注意力的强度提高了 G 倍，但仍远低于 C/W。"),
+    Exercise("7.4b", "gqa_decode", "number", lambda: float(inf.attention_intensity(2048, 1, 16)), rtol=0.03,
+             unit="FLOPs/字节",
+             slips=(Slip("忘了 G：16 个查询头共用一份 KV，强度约为 G。", lambda: float(inf.attention_intensity(2048, 1))),),
+             explain="约等于 G = 16，还是远小于 575：解码注意力仍然卡在带宽上。"),
+    Exercise("7.5", "quiz_ms", "numbers", _p75, rtol=0.03, unit="ms", labels=("B = 4", "B = 256"),
+             slips=(Slip("权重是 int8（每个参数 1 字节），你按 bf16 的 2 字节算了。", lambda: _p75("bf16")),),
+             explain="批次大了 64 倍，时间只多了约 7 倍：小批次时权重才是大头。"),
+    Exercise("7.6", "m7_weights", "numbers", lambda: [M7.params, 2 * M7.params], rtol=0.01, unit="[个, 字节]",
+             labels=("参数量", "字节数"),
+             slips=(Slip("K、V 的投影按 N 个头算了：这个模型只有 K = 8 个 KV 头。",
+                         lambda: [M7.params + 2 * 32 * 4096 * 128 * 24, 2 * (M7.params + 2 * 32 * 4096 * 128 * 24)]),
+                    Slip("两个嵌入矩阵漏掉了：输入和输出嵌入各 V·D 个参数。",
+                         lambda: [M7.params - 2 * 32000 * 4096, 2 * (M7.params - 2 * 32000 * 4096)]),
+                    Slip("字节数按 int8 算了：bf16 每个参数 2 字节。", lambda: [M7.params, M7.params])),
+             explain="72 亿参数、约 14.5 GB 的 bf16 权重，一颗 32 GB 的 v6e 放得下。"),
+    Exercise("7.7", "kv7", "numbers", _p77, rtol=0.01, unit="[字节, 条]", labels=("字节数", "条数"),
+             slips=(Slip("KV 缓存按 N = 32 个头算了：这个模型只有 K = 8 个 KV 头。",
+                         lambda: [4 * _kv_seq(), math.ceil(2 * M7.params / (4 * _kv_seq()))]),
+                    Slip("条数要向上取整：“至少几条”才超过权重。",
+                         lambda: [_kv_seq(), math.floor(float(inf.kv_weight_balance_batch(M7, 8192)))]),
+                    Slip("只算了 K（或只算了 V）：每层每个 token 要存 K 和 V 两份。",
+                         lambda: [_kv_seq() / 2, math.ceil(2 * M7.params / (_kv_seq() / 2))])),
+             explain="GQA 让 KV 缓存变小：要十几条 8k 序列才超过权重。"),
+    Exercise("7.7b", "beyond_balance", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "权重每步只读一次，和批次无关；超过平衡点后，是随批次增长的 KV 缓存占了大头。",
+                  "C": "解码的计算量很小：每个 token 每个参数两次运算，远不到芯片的峰值。"},
+             explain="超过平衡点后，每步读的字节以 KV 缓存为主：批次加倍，步长也接近加倍。"),
+    Exercise("7.8", "act_bytes", "number", lambda: 8192 * 4096 * 2.0, rtol=0.03, unit="字节",
+             slips=(Slip("激活是 bf16（2 字节），不是 fp32。", lambda: 8192 * 4096 * 4.0),
+                    Slip("这是 [8192, F] 的张量：题目问 [8192, D]。", lambda: 8192 * 14336 * 2.0)),
+             explain="一个激活张量不到 0.1 GB：推理时激活可以忽略。"),
     Exercise("7.9", "step_time", "function", _step_ref, rtol=0.01,
              sampler=lambda rng: {"B": _rint(rng, 1, 512), "kv_seq": float(rng.uniform(1e8, 1e10)),
                                   "param_bytes": float(rng.uniform(1e9, 3e11)),
-                                  "n": int(rng.choice([1, 4, 8, 16])), "W": 8.2e11},
+                                  "n": int(rng.choice([1, 4, 8, 16])), "W": 1.6e12},
+             edge_cases=({"B": 1, "kv_seq": 1e9, "param_bytes": 1.4e10, "n": 1, "W": 1.6e12},
+                         {"B": 256, "kv_seq": 1e9, "param_bytes": 1.4e10, "n": 8, "W": 1.6e12}),
+             slips=(Slip("字节分在 n 颗芯片上，各自并行地读：要除以 n。",
+                         lambda B, kv_seq, param_bytes, n, W: (B * kv_seq + param_bytes) / W),
+                    Slip("权重也要每步读一遍：别漏了 param_bytes。",
+                         lambda B, kv_seq, param_bytes, n, W: B * kv_seq / (n * W))),
              unit="秒", explain="小批次时每步就是把所有字节从 HBM 读一遍。"),
-    Exercise("7.9b", "bmax13", "numbers", _p79b, rtol=0.02, unit="条",
-             accept=([16, 83],),
-             explain="按 16e9 字节一颗算，K = 40 时只装得下 15 条；K = 8 时能装 75 条左右。"),
-    Exercise("7.9c", "row32", "numbers", _p79c, rtol=0.02, unit="[ms, token/s]",
-             explain="批次 32 时 KV 已经是权重的 8 倍，吞吐被缓存拖住。"),
+    Exercise("7.9b", "bmax7", "numbers", _p79b, rtol=0.02, unit="条", labels=("K = 8", "K = 32"),
+             slips=(Slip("每个 token 每层要存 K 和 V 两份：KV 缓存是 2LKH 个数，你只算了一份。",
+                         lambda: [int((6 * HBM6 - 2 * M7.params) // (_kv_seq() / 2)),
+                                  int((6 * HBM6 - 2 * M7.params) // (_kv_seq(M7_MHA) / 2))]),
+                    Slip("权重也占内存：先从总 HBM 里减去 bf16 权重，剩下的才给 KV 缓存。",
+                         lambda: [int(6 * HBM6 // _kv_seq()), int(6 * HBM6 // _kv_seq(M7_MHA))])),
+             explain="6 颗 v6e 放 K = 8 的模型能装一百六十多条 8k 序列，K = 32 时只有约四分之一。"),
+    Exercise("7.9d", "gqa_gain", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "GQA 只减少 K、V 的投影，查询头一个不少，每个 token 的运算几乎不变。",
+                  "C": "权重只少了一点点（K、V 投影占全部参数的很小一部分）。"},
+             explain="解码卡在读 KV 上：KV 小 4 倍，同样的内存就能放约 4 倍的批次。"),
+    Exercise("7.9c", "row32", "numbers", _p79c, rtol=0.02, unit="[ms, token/s]", labels=("ms", "token/s"),
+             slips=(Slip("吞吐要算整个 4 颗芯片的切片：每步产出 B = 32 个 token。", lambda: _p79c(n_out=1)),
+                    Slip("KV 缓存也要每步读一遍：32 条 8k 序列的 KV 比权重还大。",
+                         lambda: [inf.min_step_time(2 * M7.params, 0, 32, 4, V6E) * 1e3,
+                                  32 / inf.min_step_time(2 * M7.params, 0, 32, 4, V6E)])),
+             explain="批次 32 时 KV 已经超过权重，吞吐被缓存拖住。"),
     Exercise("7.10", "y_max", "number",
-             lambda: float(inf.max_model_parallelism_memory_bound(16384, 32, beta=8)), rtol=0.01,
-             unit="路", accept=(56.2,),
+             lambda: float(inf.max_model_parallelism_memory_bound(14336, 16, beta=8)), rtol=0.01, unit="路",
+             slips=(Slip("忘了 β：上限是 F/(Bβ)。", lambda: 14336 / 16),
+                    Slip("β 要除，不是乘：上限是 F/(Bβ)。", lambda: 14336 * 8 / 16)),
              explain="解码是读权重受限的，可以远远越过训练时的模型并行界限。"),
-    Exercise("7.11", "lat_bytes", "numbers", _p711, rtol=0.03, unit="字节",
-             explain="131 kB 远小于 360 kB 的门槛。"),
-    Exercise("7.11b", "lat_choice", "choice", _p711b, choices=("A", "B"),
+    Exercise("7.11", "lat_bytes", "numbers", _p711, rtol=0.03, unit="字节", labels=("门槛", "激活"),
+             slips=(Slip("这是每个分片的门槛 W_ici,1·T_min：题目问总数据量，要乘分片数 16。",
+                         lambda: (lambda r: _swap(r, 0, r[0] / 16))(_p711())),
+                    Slip("激活是 int8（1 字节），不是 bf16。", lambda: (lambda r: _swap(r, 1, r[1] * 2))(_p711()))),
+             explain="131 kB 远小于 1.44 MB 的门槛。"),
+    Exercise("7.11b", "lat_choice", "choice", _p711b, choices=("A", "B", "C"),
+             why={"B": "每个分片只有约 8 kB，传完不到 0.1 µs，比 1 µs 的固定延迟短得多。",
+                  "C": "集合通信不会“都不受限”：时间取延迟和带宽中较大的那个，这里是延迟。"},
              explain="每个分片的数据传完不到 1 µs，固定延迟说了算。"),
-    Exercise("7.12", "floor_s", "number", _p712, rtol=0.1, unit="秒", accept=(365e-6,),
+    Exercise("7.12", "floor_s", "number", _p712, rtol=0.03, unit="秒",
+             slips=(Slip("权重切成了 4 份：每颗芯片只读自己的 1/4。", lambda: _p712(ways=1)),
+                    Slip("用了 v5e 的 HBM 带宽：这道题是 v6e（1.6e12 B/s）。",
+                         lambda: 2 * (2 * 4096 * 14336) / 4 / 8.2e11)),
              explain="平的那一段正是读权重的时间。"),
-    Exercise("7.13", "prefix_frac", "number", lambda: 1 / 3, rtol=0.01, unit="",
-             explain="三个 token 里两个的 KV 已经缓存，只需算一个。"),
-    Exercise("7.14", "ch7_model", "numbers", lambda: [CH7.params, CH7.kv_elems_per_token],
-             rtol=0.02, unit="[个, 个]",
+    Exercise("7.13", "prefix_frac", "number", lambda: 3 / 8, rtol=0.01, unit="",
+             slips=(Slip("这是省下的比例：题目问还要算的比例。", lambda: 5 / 8),),
+             explain="8 个 token 里 5 个的 KV 已经缓存，只需算 3 个。"),
+    Exercise("7.13b", "prefix_saves", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "解码每一步都要读全部 KV 缓存和权重，前缀缓存省不了这一步。",
+                  "C": "权重每个预填充或解码步都要读，前缀缓存只省 token 的计算和 KV 的写入。"},
+             explain="前缀缓存省的是共享前缀那部分的预填充。"),
+    Exercise("7.14", "ch7_model", "numbers", lambda: [CH7.params, CH7.kv_elems_per_token], rtol=0.02,
+             unit="[个, 个]", labels=("参数量", "KV 元素"),
+             slips=(Slip("KV 元素按 N 个头算了：每层只有 K 个 KV 头，2LKH。",
+                         lambda: [CH7.params, 2 * 64 * 32 * 256]),
+                    Slip("每个 token 要存 K 和 V 两份：2LKH，不是 LKH。",
+                         lambda: [CH7.params, CH7.kv_elems_per_token / 2])),
              explain="1.84e10 个参数；每个 token 的 KV 缓存有 262,144 个数，int8 是 262 kB。"),
-    Exercise("7.15", "b_max", "numbers", _p715, rtol=0.1, unit="条",
+    Exercise("7.15", "b_max", "numbers", _p715, rtol=0.02, unit="条", labels=("K = 8", "K = 1"),
+             slips=(Slip("权重也占内存：先从 4 颗芯片的 HBM 里减去 int8 权重，剩下的才给 KV 缓存。",
+                         lambda: [int(4 * HBM6 // float(inf.kv_bytes_per_seq(CH7, 8192, "int8"))),
+                                  int(4 * HBM6 // float(inf.kv_bytes_per_seq(
+                                      inf.ServedModel("K=1", CH7.params, 2 * 64 * 1 * 256), 8192, "int8")))]),),
              explain="只有一个 KV 头时缓存小 8 倍，批次也大 8 倍。"),
-    Exercise("7.16", "load_ms", "numbers", _p716, rtol=0.05, unit="ms",
-             accept=([1.42, 2.84, 22.7],),
+    Exercise("7.16", "load_ms", "numbers", _p716, rtol=0.03, unit="ms", labels=("(a)", "(b)", "(c)"),
+             slips=(Slip("权重分在 16 颗芯片上并行地读：(a)、(b) 要除以 16。",
+                         lambda: (lambda r: [r[0] * 16, r[1] * 16, r[2]])(_p716())),
+                    Slip("用了 v5e 的 HBM 带宽：这道题是 v6e（1.6e12 B/s）。",
+                         lambda: [v * 1.6e12 / 8.2e11 for v in _p716()])),
              explain="这是每个解码步的下限：权重至少要读一遍。"),
-    Exercise("7.17", "latency_ms", "number", _p717, rtol=0.1, unit="ms", accept=(6.7,),
-             explain="4x4 上 16 路模型并行时，B = 32 的一步约 6.6 ms，另加一些延迟受限的集合通信。"),
-    Exercise("7.18", "moe", "numbers", _p718, rtol=0.05, unit="[个, 个, token, 个]",
+    Exercise("7.16b", "why_not_16x", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "每颗芯片有自己的 HBM，16 颗的带宽是相加的，不是共享的。",
+                  "C": "模型并行时每颗芯片只读自己那一份权重。"},
+             explain="每层的集合通信在关键路径上，小批次时是延迟受限的：芯片越多，这部分占比越大。"),
+    Exercise("7.17", "latency_ms", "number", _p717, rtol=0.05, unit="ms",
+             slips=(Slip("权重是 int8（1 字节），你按 bf16 的 2 字节算了。", lambda: _p717("bf16")),),
+             explain="16 路模型并行时 B = 32 的一步约 3.4 ms，另加一些延迟受限的集合通信。"),
+    Exercise("7.18", "moe", "numbers", _p718, rtol=0.03, unit="[个, 个, token, 个]",
+             labels=("总参数", "激活参数", "门槛", "KV 元素"),
+             slips=(Slip("(c) 每个专家只看到 Bk/E 个 token：门槛要乘 E/k = 8。",
+                         lambda: (lambda r: _swap(r, 2, r[2] * 2 / 16))(_p718())),
+                    Slip("(d) MoE 只改 FFN，KV 缓存和稠密模型一样，不乘专家数。",
+                         lambda: (lambda r: _swap(r, 3, r[3] * 16))(_p718()))),
              explain="MoE 让总参数暴涨，但每个 token 只用到其中一小部分，KV 缓存完全不变。"),
+    Exercise("7.18c", "moe_bcrit_why", "choice", lambda: "A", choices=("A", "B", "C"),
+             why={"B": "路由器只是一个 [D, E] 的小矩阵，它的运算可以忽略。",
+                  "C": "门槛比的是读权重和做运算，AllToAll 的通信是另一回事。"},
+             explain="读一份专家权重，只摊到 Bk/E 个 token 上：批次要大 E/k 倍才能摊薄。"),
     Exercise("7.18b", "moe_flops", "function", _moe_flops_ref, rtol=0.01,
              sampler=lambda rng: {"T": _rint(rng, 1, 32768)}, unit="FLOPs",
+             edge_cases=({"T": 1}, {"T": 32768}),
+             slips=(Slip("按激活的参数算：每个 token 只经过 k 个专家，不是全部参数。",
+                         lambda T: 2 * _moe().params * T + 4 * 64 * 32 * 256 * T ** 2),
+                    Slip("题目说不考虑因果掩码：注意力项不减半。",
+                         lambda T: 2 * _moe().active_params * T + 2 * 64 * 32 * 256 * T ** 2)),
              explain="线性项来自激活的参数，平方项来自注意力（不考虑因果掩码）。"),
-    Exercise("7.19", "expert_shard", "numbers", _p719, rtol=0.1, unit="[ms, GB, 颗]",
+    Exercise("7.19", "expert_shard", "numbers", _p719, rtol=0.05, unit="[ms, GB, 颗]",
+             labels=("ms", "GB", "颗"),
+             slips=(Slip("切片只有规定的几种大小：把需要的芯片数向上取到 v5e 的切片规格。",
+                         lambda: (lambda r: _swap(r, 2, math.ceil(inf.min_chips(_moe(), "bf16"))))(_p719())),
+                    Slip("权重是 bf16（2 字节）：每颗芯片存全部参数的 1/128，每个 2 字节。",
+                         lambda: (lambda r: [r[0] / 2, (16e9 - _moe().params / 128) / 1e9, r[2]])(_p719()))),
              explain="128 路切分后每颗只存 3.3 GB 权重；单放权重至少要 4x8。"),
     Exercise("7.20", "t_2d", "function", _t2d_ref, rtol=0.01,
              sampler=lambda rng: {"B": _rint(rng, 1, 512), "D": int(rng.choice([4096, 8192])),
-                                  "F": int(rng.choice([16384, 32768])),
-                                  "X": int(rng.choice([2, 4, 8])),
+                                  "F": int(rng.choice([16384, 32768])), "X": int(rng.choice([2, 4, 8])),
                                   "YZ": int(rng.choice([8, 16, 32])), "W": 9e10},
+             edge_cases=({"B": 1, "D": 4096, "F": 16384, "X": 1, "YZ": 8, "W": 9e10},
+                         {"B": 64, "D": 8192, "F": 32768, "X": 8, "YZ": 1, "W": 9e10}),
+             slips=(Slip("两项要相加：沿 D 切和沿 F 切的通信都在关键路径上。",
+                         lambda B, D, F, X, YZ, W: max(2 * B * D / (X * W), 4 * B * F / (YZ * W))),),
              unit="秒", explain="沿 D 切的那部分通信随 X 下降，沿 F 切的随 YZ 下降。"),
-    Exercise("7.20b", "n_cross", "number",
-             lambda: float(inf.two_d_ws_crossover_chips(8192, 32768)), rtol=0.02, unit="颗",
-             explain="超过 72 颗芯片，二维权重驻留的通信就比一维少（原书写 81 是笔误）。"),
-    Exercise("7.21", "spec", "numbers", _p721, rtol=0.03, unit="[token, 目标步]",
-             explain="每次目标前向平均产出 3.36 个 token，相当于快了约 2.8 倍。"),
+    Exercise("7.20b", "n_cross", "number", lambda: float(inf.two_d_ws_crossover_chips(4096, 14336)), rtol=0.02,
+             unit="颗",
+             slips=(Slip("这是 F = 4D 时的 72：这里 F = 3.5D，门槛是 18F/D。", lambda: 72.0),
+                    Slip("原书的 81 是笔误：按推导门槛是 18F/D。", lambda: 81 * 3.5 / 4)),
+             explain="超过约 63 颗芯片，二维权重驻留的通信就比一维少。"),
+    Exercise("7.21", "spec", "numbers", _p721, rtol=0.03, unit="[token, 目标步]", labels=("E", "目标步/token"),
+             slips=(Slip("(b) 是每个 token 的成本，不是加速比：是 (γ·t_draft + t_verify)/E。",
+                         lambda: (lambda r: _swap(r, 1, 1 / r[1]))(_p721())),
+                    Slip("(a) 的指数是 γ + 1：即使全部猜错，验证那一步也会产出 1 个 token。",
+                         lambda: (lambda e: [e, (5 * 0.05 + 1) / e])((1 - 0.7 ** 5) / 0.3))),
+             explain="每次目标前向平均产出约 2.9 个 token，每个 token 约 0.43 个目标步。"),
+    Exercise("7.21b", "low_accept", "choice", _p721b_choice, choices=("A", "B", "C"),
+             why={"B": "每次验证至少产出 1 个 token，草稿又很便宜：接受率 0.3 时每个 token 约 0.88 个目标步，仍比 1 少。",
+                  "C": "接受率低了，每次验证产出的 token 变少，收益只会变小。"},
+             explain="接受率 0.3 时收益很小但还在：草稿只要 5% 的成本。"),
 ]

@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 3, 5, 7}
+REWORKED = {1, 2, 3, 5, 7}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -325,6 +325,28 @@ PINS: list = [
     ("7.13", 3 / 8, 1e-9, "3 of 8 tokens"),
     ("7.20b", 18 * 14336 / 4096, 1e-9, "18F/D"),
     ("7.21", [(1 - 0.7 ** 6) / 0.3, (5 * 0.05 + 1) / ((1 - 0.7 ** 6) / 0.3)], 1e-9, "spec decoding"),
+    # chapter 2
+    ("2.1", [131072, 131072 * 1.6e9, 9.2e14 / (131072 * 1.6e9)], 1e-9, "P2.1 on a 256x256 MXU at 1.6 GHz"),
+    ("2.1b", "B", 0, "128x128 block fills 1/4 of a 256x256 array"),
+    ("2.2", 8960 * 4.59e14 / 9.2e14, 1e-9, "P2.2: v6e chips matching the v5p Pod"),
+    ("2.3", 3.94e14 / (22 * 8.2e11), 0.01, "P2.3 with int8 (VMEM ~22x HBM)"),
+    ("2.3b", "A", 0, "B = 64: above C/W_vmem ~ 11, below C/W_hbm ~ 240"),
+    ("2.4", 2.8e12 / 1.6e10, 1e-9, "P2.4 on v5p"),
+    ("2.5", 1.6e12 / 9e10, 1e-9, "P2.5 on v6e"),
+    ("2.7", 405e9 * 2 / 64 / 2.8e12, 1e-9, "P2.7: 405B bf16 on 64 v5p"),
+    ("2.7b", "B", 0, "decode below B_crit: weights read once per step"),
+    ("2.8", [1024, 256, 2048, 1024 * 4.59e14, 1024 * 96e9], 1e-9, "P2.8 for a v5p 8x8x16 slice"),
+    ("2.9", 4.59e14 / (2 * 1.6e10), 1e-9, "P2.9 with int8 weights over PCIe on v5p"),
+    ("2.9b", 4.59e14 / 1.6e10 / 0.8, 1e-9, "P2.9 caveat: intensity -> 0.8 D"),
+    ("2.9c", "B", 0, "0.8 D < C/W_pcie at D = 8192"),
+    ("2.10", _bstar(8192, 28672, 1.84e15, 1.6e12, 1, 1, 1), 1e-9, "P2.10 exact crossover, int8 on v6e"),
+    ("2.10b", _bstar(4096, 16384, 1.97e14, 22 * 8.2e11, 2, 1, 2), 0.01, "P2.10(2): W8A16 from VMEM on v5e"),
+    ("2.11", [5e-6, 5e-6 + 2 * 24 * 128 * 8192 / 1.8e11], 1e-9, "P2.11 on v6e 4x4, 5 hops, 2 ports"),
+    ("2.11b", "C", 0, "store-and-forward pays the bandwidth term per hop"),
+    ("2.12", [24e9 / (16 * 3.2e10), 24e9 * 15 / 16 / 1.8e11, 24e9 / 1.6e12, 16 * 24e9 / 9.2e14], 1e-9,
+     "P2.12 stages on v6e"),
+    ("2.12b", "B", 0, "the corner chip's two ICI links bind"),
+    ("2.13", [2.75e14 / 262144, 2048 * 2.75e14 / 262144, 64], 1e-9, "P2.13 for the v4 VPU (2 ALUs per lane)"),
 ]
 
 
@@ -349,6 +371,8 @@ def test_function_references_by_hand():
     assert reg["3.15b"].reference()(J=4096, K=1024) == pytest.approx(4.0)
     assert reg["3.16"].reference()(M=64, N=4) == pytest.approx(64 * 64 * 3 / 4)
     assert reg["3.16b"].reference()(M=64, N=4) == pytest.approx(64 * 64 / 16 * 6)
+    hops = reg["2.6"].reference()
+    assert [hops(N=n, wrap=w) for n, w in ((1, True), (1, False), (3, True), (16, True), (16, False))] == [0, 0, 1, 8, 15]
 
 
 @pytest.mark.parametrize("ex_id, want, rtol, ref", PINS, ids=[p[0] for p in PINS])

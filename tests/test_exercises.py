@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 2, 3, 5, 7}
+REWORKED = {1, 2, 3, 4, 5, 7}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -347,6 +347,25 @@ PINS: list = [
      "P2.12 stages on v6e"),
     ("2.12b", "B", 0, "the corner chip's two ICI links bind"),
     ("2.13", [2.75e14 / 262144, 2048 * 2.75e14 / 262144, 64], 1e-9, "P2.13 for the v4 VPU (2 ALUs per lane)"),
+    # chapter 4 (model: D = 6144, F = 16384, L = 48, V = 50000, MHA)
+    ("4.1", 48 * (3 * 6144 * 16384 + 4 * 6144 ** 2 + 6144) + 2 * 6144 * 50000, 1e-9, "P4.1 on the exercise model"),
+    ("4.1b", 1 / 3, 1e-9, "4D^2 / (4D^2 + 3DF) with F = 16384"),
+    ("4.1c", 2 * 48 * 6144, 1e-9, "int8 KV bytes per token"),
+    ("4.2b", "B", 0, "an unsharded axis only replicates work"),
+    ("4.4b", 4.59e14 / 2.8e12 * 5 / 4, 1e-9, "P4.4 prefill threshold, v5p, G = 4"),
+    ("4.4c", "B", 0, "decode intensity ~ G"),
+    ("4.4e", "A", 0, "prefill intensity TG/(G+1) >> 240"),
+    ("4.5", 6144 * 9 / 8, 1e-9, "P4.5 with GQA G = 8: T = D(1 + 1/G)"),
+    ("4.6", 1 / 6, 1e-9, "P4.6 at T = 8D: 4T/(96D + 12T)"),
+    ("4.6b", "A", 0, "recomputed core ~ T^2, the rest ~ T"),
+    ("4.7", 6 * 37e9 * 14.8e12 / (2.79e6 * 3600 * 9.89e14), 1e-9, "P4.7 against the bf16 dense peak"),
+    ("4.8", [1.5 * 18432 + 2 * 7168, 1.5 * 28672 + 2 * 8192], 1e-9, "P4.8 with a gated FFN, F != 4D"),
+    ("4.8b", "B", 0, "32768 < 1.5F + 2D"),
+    ("4.9", [2 * 20 * 1e6 * 6144 * 48, 2 * 1e6 * 6144 * 48], 1e-9, "P4.9 on the exercise model"),
+    ("4.10", 1.25, 1e-9, "FFN-only remat: 1 + (2/6)(3/4)"),
+    ("4.11", 2 * 40960 * 80 * 8 * 128, 1e-9, "P4.11 GQA cache, int8, 40k"),
+    ("4.11b", (8 * 96e9 - 70e9) / (2 * 40960 * 80 * 8 * 128), 1e-9, "sequences that fit on 8 v5p"),
+    ("4.12b", "A", 0, "two gradients, one matmul each"),
 ]
 
 
@@ -372,6 +391,11 @@ def test_function_references_by_hand():
     assert reg["3.16"].reference()(M=64, N=4) == pytest.approx(64 * 64 * 3 / 4)
     assert reg["3.16b"].reference()(M=64, N=4) == pytest.approx(64 * 64 / 16 * 6)
     hops = reg["2.6"].reference()
+    assert reg["4.2"].reference()(B=4, D=8, F=16, mesh={"X": 2, "Y": 2, "Z": 4}) == [4 * 2 * 4 * 8 * 16, 2 * 4 * 8 * 16 / 4]
+    assert reg["4.3"].reference()(spec="ij,ij->ij", sizes={"i": 3, "j": 5}) == 15
+    assert reg["4.3"].reference()(spec="i,i->", sizes={"i": 7}) == 14
+    assert reg["4.4"].reference()(t=1, s=32768, g=8) == pytest.approx(32768 * 8 / (8 + 32768))
+    assert list(reg["4.12"].reference()(N=2, P=3, M=5)) == [60, 120, 180]
     assert [hops(N=n, wrap=w) for n, w in ((1, True), (1, False), (3, True), (16, True), (16, False))] == [0, 0, 1, 8, 15]
 
 

@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 2, 3, 4, 5, 7}
+REWORKED = {1, 2, 3, 4, 5, 6, 7}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -366,6 +366,21 @@ PINS: list = [
     ("4.11", 2 * 40960 * 80 * 8 * 128, 1e-9, "P4.11 GQA cache, int8, 40k"),
     ("4.11b", (8 * 96e9 - 70e9) / (2 * 40960 * 80 * 8 * 128), 1e-9, "sequences that fit on 8 v5p"),
     ("4.12b", "A", 0, "two gradients, one matmul each"),
+    # chapter 6 (LLaMA 2 13B on v5e, 2T tokens, batch 3 * 2**20, 40% MFU, 1.2 $/chip-hour)
+    ("6.1", 40 * (3 * 5120 * 13824 + 2 * 5120 * 128 * 80) + 2 * 32000 * 5120, 1e-9, "P6.1 for LLaMA 2 13B"),
+    ("6.2", [6 * 13015449600, 6 * 13015449600 / 1.97e14], 1e-9, "P6.2 on v5e"),
+    ("6.4", 6 * 13015449600 * 2e12 / (256 * 1.97e14 * 0.4) / 86400, 1e-9, "P6.4: one v5e Pod"),
+    ("6.4b", "B", 0, "cost ~ price / peak"),
+    ("6.6", (10 * 13015449600 + 4 * 2 * 3 * 2**20 * 5120 * 40) / 256, 1e-9, "P6.6: 256 chips, 4 checkpoints"),
+    ("6.6b", "B", 0, "checkpoints dominate"),
+    ("6.7", "B", 0, "pure DP: 130 GB per chip"),
+    ("6.7b", 16e9 / 10, 1e-9, "10 bytes per parameter on 16 GB"),
+    ("6.8", [3 * 2**20 / 256, 1.97e14 / 9e10 / 2], 1e-9, "FSDP on a 2D torus: alpha / 2"),
+    ("6.8b", "A", 0, "12288 >> 1094"),
+    ("6.10", [3 * 2**20 / 4, 1.97e14 / 3.125e9], 1e-9, "DCN bound per Pod = C / W_dcn per chip"),
+    ("6.10b", "A", 0, "both levels compute-bound"),
+    ("6.12b", 4 * (1.97e14 / 9e10) ** 2 / 28672, 1e-9, "4 alpha^2 / F with M_X M_Y = 1"),
+    ("6.14b", "A", 0, "chip-hours do not depend on the chip count"),
 ]
 
 

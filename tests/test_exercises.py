@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 2, 3, 4, 5, 6, 7}
+REWORKED = {1, 2, 3, 4, 5, 6, 7, 9}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -381,6 +381,15 @@ PINS: list = [
     ("6.10b", "A", 0, "both levels compute-bound"),
     ("6.12b", 4 * (1.97e14 / 9e10) ** 2 / 28672, 1e-9, "4 alpha^2 / F with M_X M_Y = 1"),
     ("6.14b", "A", 0, "chip-hours do not depend on the chip count"),
+    # chapter 9 (B = 16, T = 2048, D = 6144, F = 24576 on 8 v2 cores)
+    ("9.1", 2 * 16 * 2048 * 6144 * 24576 / (8 * 23e12), 1e-9, "P9.1 up-projection"),
+    ("9.2", 2 * 4 * 2048 * 6144 / 1.2e11, 1e-9, "P9.2 ReduceScatter, one hop"),
+    ("9.4", [48 / 35, 32 / 24, 24 / 20, 3072 / 1500], 1e-9, "P9.4 tiled overheads"),
+    ("9.4c", [8, 384], 0, "f32[5,300] with T(8,128)"),
+    ("9.5", "A", 0, "no S(...) in the output layout: HBM"),
+    ("9.5c", 4.0, 0, "6144 -> 1536"),
+    ("9.6b", 16.0, 0, "32768 / 2048"),
+    ("9.7b", 4 * 2048 * (4 * 6144 * 24576 + 8 * 6144 ** 2 + 4 * 2048 * 6144) / (8 * 23e12), 1e-9, "P9.7 layer roofline"),
 ]
 
 
@@ -405,6 +414,8 @@ def test_function_references_by_hand():
     assert reg["3.15b"].reference()(J=4096, K=1024) == pytest.approx(4.0)
     assert reg["3.16"].reference()(M=64, N=4) == pytest.approx(64 * 64 * 3 / 4)
     assert reg["3.16b"].reference()(M=64, N=4) == pytest.approx(64 * 64 / 16 * 6)
+    slot = reg["9.4b"].reference()
+    assert [slot(row=r, col=c) for r, c in ((0, 0), (1, 0), (0, 1), (0, 4), (2, 0), (3, 7))] == [0, 1, 2, 8, 16, 31]
     hops = reg["2.6"].reference()
     assert reg["4.2"].reference()(B=4, D=8, F=16, mesh={"X": 2, "Y": 2, "Z": 4}) == [4 * 2 * 4 * 8 * 16, 2 * 4 * 8 * 16 / 4]
     assert reg["4.3"].reference()(spec="ij,ij->ij", sizes={"i": 3, "j": 5}) == 15

@@ -176,10 +176,19 @@ def systolic_matmul(X, W) -> SystolicTrace:
 
 # ---- pipelined streaming (HBM -> VMEM -> compute -> VMEM -> HBM) ---------------------------
 
-def pipeline_schedule(n_chunks: int, t_load, t_compute, t_store, n_buffers: int = 2):
+def pipeline_schedule(n_chunks: int, t_load, t_compute, t_store, n_buffers: int = 2,
+                      shared_hbm: bool = False):
     """Event schedule of a chunked, double-buffered stream (one DMA-in engine, one compute unit,
     one DMA-out engine). Returns a list of (unit, chunk, start, end), unit in {'load','compute',
-    'store'}. A load may start only when one of ``n_buffers`` input buffers is free."""
+    'store'}. A load may start only when one of ``n_buffers`` input buffers is free.
+
+    ``shared_hbm=True``: reads and writes share one HBM channel (one DMA queue), so a load and a
+    store never overlap; see ``shared_hbm_schedule``. The default keeps two independent
+    channels, the simpler model of G17."""
+    if not isinstance(shared_hbm, bool):
+        raise TypeError(f"shared_hbm must be True or False, got {shared_hbm!r}")
+    if shared_hbm:
+        return shared_hbm_schedule(n_chunks, t_load, t_compute, t_store, n_buffers)
     n = _int("n_chunks", n_chunks)
     nb = _int("n_buffers", n_buffers)
     tl = float(check_nonneg("t_load", t_load, allow_array=False))
@@ -206,6 +215,61 @@ def pipeline_schedule(n_chunks: int, t_load, t_compute, t_store, n_buffers: int 
     return ev
 
 
-def pipeline_time(n_chunks: int, t_load, t_compute, t_store, n_buffers: int = 2) -> float:
-    """Makespan of ``pipeline_schedule``: ≈ n·max(stage) + the other stages once (G17)."""
-    return max(e[3] for e in pipeline_schedule(n_chunks, t_load, t_compute, t_store, n_buffers))
+def pipeline_time(n_chunks: int, t_load, t_compute, t_store, n_buffers: int = 2,
+                  shared_hbm: bool = False) -> float:
+    """Makespan of ``pipeline_schedule``: ≈ n·max(stage) + the other stages once (G17); with
+    ``shared_hbm`` at least n·(t_load + t_store), the channel's total busy time."""
+    return max(e[3] for e in pipeline_schedule(n_chunks, t_load, t_compute, t_store, n_buffers,
+                                               shared_hbm=shared_hbm))
+
+
+def shared_hbm_schedule(n_chunks: int, t_load, t_compute, t_store, n_buffers: int = 2):
+    """``pipeline_schedule`` when reads (HBM→VMEM) and writes (VMEM→HBM) share one HBM channel.
+
+    One DMA queue serves the loads and stores one at a time, each as soon as it is ready and the
+    channel is free: the next load when an input buffer is free (chunk i − ``n_buffers`` has
+    been computed), the next store when its chunk is computed; if both are ready, the one that
+    became ready first goes first (a tie goes to the store, which frees an output buffer). The
+    compute unit is as in ``pipeline_schedule``: chunk i after its load and after chunk
+    i − ``n_buffers`` left the output buffer. Same event format; the channel is busy
+    n·(t_load + t_store) in total, a lower bound on the makespan.
+    """
+    n = _int("n_chunks", n_chunks)
+    nb = _int("n_buffers", n_buffers)
+    tl = float(check_nonneg("t_load", t_load, allow_array=False))
+    tc = float(check_nonneg("t_compute", t_compute, allow_array=False))
+    ts = float(check_nonneg("t_store", t_store, allow_array=False))
+    load_end = [None] * n
+    comp_end = [None] * n
+    store_end = [None] * n
+    ev = []
+    ch_free = comp_free = 0.0
+    nl = nc = ns = 0                      # next load, compute, store
+    while ns < n:
+        # the compute unit takes every chunk whose inputs are known, in order
+        while nc < n and load_end[nc] is not None and (nc < nb or store_end[nc - nb] is not None):
+            start = max(load_end[nc], comp_free, store_end[nc - nb] if nc >= nb else 0.0)
+            comp_end[nc] = comp_free = start + tc
+            ev.append(("compute", nc, start, comp_end[nc]))
+            nc += 1
+        load_ready = None
+        if nl < n and (nl < nb or comp_end[nl - nb] is not None):
+            load_ready = comp_end[nl - nb] if nl >= nb else 0.0
+        store_ready = comp_end[ns] if ns < nc else None
+        if store_ready is not None and (load_ready is None or store_ready <= load_ready):
+            start = max(ch_free, store_ready)
+            store_end[ns] = ch_free = start + ts
+            ev.append(("store", ns, start, store_end[ns]))
+            ns += 1
+        elif load_ready is not None:
+            start = max(ch_free, load_ready)
+            load_end[nl] = ch_free = start + tl
+            ev.append(("load", nl, start, load_end[nl]))
+            nl += 1
+        else:                              # cannot happen: some op is always ready
+            raise AssertionError("shared-HBM stream deadlocked")
+    order = {"load": 0, "compute": 1, "store": 2}
+    return sorted(ev, key=lambda e: (e[1], order[e[0]]))
+
+
+__all__ += ["shared_hbm_schedule"]

@@ -201,7 +201,7 @@ def collective_animation(kind, topo, axes=None, *, bidirectional: bool = True,
                              hoverinfo="skip", name="链路"))
     fig.add_trace(go.Scatter(x=wx or [None], y=wy or [None], mode="lines",
                              line={"color": "#bbbbbb", "width": 2, "dash": "dot"},
-                             hoverinfo="skip", name="环回链路", showlegend=bool(wx)))
+                             hoverinfo="skip", name="环绕链路", showlegend=bool(wx)))
     shapes = [{"type": "rect", "x0": float(x - box), "x1": float(x + box), "y0": float(y - box),
                "y1": float(y + box), "line": {"color": colours[d], "width": 2},
                "fillcolor": "#fafafa", "layer": "below"} for d, (x, y) in enumerate(xy)]
@@ -262,8 +262,8 @@ def collective_animation(kind, topo, axes=None, *, bidirectional: bool = True,
 
     topo_txt = "×".join(map(str, sched.shape)) + (
         "环" if len(sched.shape) == 1 and sched.wraps[0] and N > 2 else
-        "链（无环回）" if len(sched.shape) == 1 else
-        " 二维环面" if all(sched.wraps) else " 二维网格（无环回）")
+        "链（无环绕链路）" if len(sched.shape) == 1 else
+        " 二维环面" if all(sched.wraps) else " 二维网格（无环绕链路）")
     dirs = "双向" if sched.bidirectional else "单向"
     name = _KIND_ZH[sched.kind]
 
@@ -812,7 +812,7 @@ def hierarchy_levels(family: str = "tpu", chip=None) -> list:
         lv = [("芯片", c.cores, 1, f"{c.cores} 个 TensorCore" + ("（megacore）" if getattr(c, "megacore", False) else "")),
               ("托盘（一台主机）", c.chips_per_host, c.chips_per_host, "经 PCIe 接主机 CPU")]
         if c.torus_dims == 3:
-            lv.append(("立方体 4×4×4", 64 // c.chips_per_host, 64, "最小的带环回的切片（OCS 连成环面）"))
+            lv.append(("立方体 4×4×4", 64 // c.chips_per_host, 64, "最小的带环绕链路的切片（OCS 连成环面）"))
             lv.append(("Pod " + "×".join(map(str, c.pod_shape)), pod // 64, pod, "ICI 三维环面"))
         else:
             lv.append(("Pod " + "×".join(map(str, c.pod_shape)), pod // c.chips_per_host, pod,
@@ -1240,3 +1240,650 @@ def batching_figure(gen_lens=(3, 9, 4, 7, 2, 8, 5, 3, 6, 4, 9, 2), slots: int = 
 __all__ += ["hierarchy_levels", "hierarchy_figure", "PARALLEL_LAYOUTS", "parallelism_figure",
             "transformer_block_figure", "serving_timeline", "kv_paging_figure", "batching_figure",
             "batching_animation"]
+
+
+# ---- a pointwise op streaming through the chip (chapters 0 and 2) -----------------------------------
+
+_STREAM_UNITS = ("load", "compute", "store")
+_STREAM_VERB = {"load": "读", "compute": "算", "store": "写"}
+
+
+def _ink(hex_colour: str) -> str:
+    """Dark or white text, whichever reads on ``hex_colour``."""
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return "#222222" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
+
+
+def _stream_events(n_chunks, t_load, t_compute, t_store, n_buffers, shared_hbm):
+    from . import chip_internals as ci
+    from .units import check_int
+
+    check_int("n_chunks", n_chunks)
+    if n_chunks > 16:
+        raise ValueError(f"n_chunks must be <= 16 for a readable picture, got {n_chunks}")
+    return ci.pipeline_schedule(n_chunks, t_load, t_compute, t_store, n_buffers,
+                                shared_hbm=shared_hbm)
+
+
+def _stream_rows(shared_hbm: bool) -> dict:
+    if shared_hbm:
+        return {"load": "HBM 通道：读", "compute": "VPU：计算", "store": "HBM 通道：写"}
+    return {"load": "HBM→VMEM（读）", "compute": "VPU：计算", "store": "VMEM→HBM（写）"}
+
+
+def streaming_figure(n_chunks: int = 8, t_load=2.0, t_compute=1.0, t_store=2.0,
+                     n_buffers: int = 2, shared_hbm: bool = False, ax=None, title=None):
+    """A chunked elementwise op as a Gantt chart: which chunk is being read from HBM, computed on
+    the VPU and written back at every moment, drawn from ``chip_internals.pipeline_schedule``
+    (``shared_hbm=True``: reads and writes share one HBM channel, so they never overlap). The
+    title gives the makespan and the share of time the VPU is busy. Returns the axes."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+
+    set_style()
+    ev = _stream_events(n_chunks, t_load, t_compute, t_store, n_buffers, shared_hbm)
+    total = max(e[3] for e in ev)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 2.4))
+    rows = {"load": 2, "compute": 1, "store": 0}
+    cols = {"load": COLORS["memory"], "compute": COLORS["compute"], "store": COLORS["comms"]}
+    for unit, i, s, e in ev:
+        if e <= s:
+            continue
+        ax.add_patch(mp.Rectangle((s, rows[unit] - 0.4), e - s, 0.8, facecolor=cols[unit],
+                                  edgecolor="white", lw=0.8))
+        ax.text((s + e) / 2, rows[unit], str(i), ha="center", va="center", fontsize=7,
+                color="white")
+    names = _stream_rows(shared_hbm)
+    ax.set_yticks([0, 1, 2], [names["store"], names["compute"], names["load"]])
+    ax.set_ylim(-0.6, 2.6)
+    ax.set_xlim(0, total * 1.02)
+    ax.set_xlabel("时间（单位时间）")
+    ax.grid(False)
+    busy = sum(e - s for u, _, s, e in ev if u == "compute") / total
+    head = title or ("读写共用一条 HBM 通道" if shared_hbm else "读、写各一条 HBM 通道")
+    ax.set_title(f"{head}：总时间 {total:.3g}，VPU 忙 {busy:.0%}", fontsize=9)
+    return ax
+
+
+def streaming_animation(n_chunks: int = 8, t_load=2.0, t_compute=1.0, t_store=2.0,
+                        n_buffers: int = 2, shared_hbm: bool = False, duration_ms: int = 700,
+                        op: str = "z = x × y"):
+    """An elementwise op streaming HBM → VMEM → VPU → VMEM → HBM, as a kernel-free animation.
+
+    Drawn from ``chip_internals.pipeline_schedule(n_chunks, t_load, t_compute, t_store,
+    n_buffers, shared_hbm=...)`` (the DMA/compute schedule of the chapter-2 model): the arrays
+    are cut into ``n_chunks`` chunks; chunk i uses input and output buffer ``i % n_buffers`` in
+    VMEM. One frame per interval between two consecutive event times (nothing starts or ends
+    inside it), plus the start and the end: the top shows where every chunk is (HBM, a VMEM
+    buffer, the VPU; an arrow for each DMA in flight), the bottom the Gantt chart up to the end
+    of the interval. ``shared_hbm=True``: reads and writes take turns on one HBM channel.
+    ``len(fig.frames) == number of distinct event times + 1``. Every frame has the same number
+    of points per trace (plotly.js mixes up labels when a frame drops points).
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    if not isinstance(duration_ms, int) or duration_ms < 50:
+        raise ValueError(f"duration_ms must be an int >= 50, got {duration_ms!r}")
+    ev = _stream_events(n_chunks, t_load, t_compute, t_store, n_buffers, shared_hbm)
+    n, nb = n_chunks, int(n_buffers)
+    total = max(e[3] for e in ev)
+    span = {(u, i): (s, e) for u, i, s, e in ev}
+    times = sorted({0.0, *(s for _, _, s, _ in ev), *(e for _, _, _, e in ev)})
+    colours = palette(n)
+    blank = "rgba(0,0,0,0)"
+    # --- where things are drawn (top panel, axes x/y) ---
+    h = 4.0 / max(n, 4)
+    col_y = [3.6 - (i + 0.5) * h for i in range(n)]                  # chunk rows in HBM
+    slot_y = [2.0 + (nb - 1) / 2 * 0.9 - k * 0.9 for k in range(nb)]   # buffer slots
+    X_IN, X_VIN, X_VPU, X_VOUT, X_OUT = 1.0, 4.6, 8.0, 11.4, 15.0
+    boxes = [(X_IN, f"HBM：输入 x、y（{n} 块）"), (X_VIN, f"VMEM：输入缓冲（{nb} 个）"),
+             (X_VPU, "VPU"), (X_VOUT, f"VMEM：输出缓冲（{nb} 个）"), (X_OUT, f"HBM：输出 z（{n} 块）")]
+    cell_x = [X_IN] * n + [X_VIN] * nb + [X_VPU] + [X_VOUT] * nb + [X_OUT] * n
+    cell_y = col_y + slot_y + [2.0] + slot_y + col_y
+
+    def running(t0, t1):
+        """Events running during the open interval (t0, t1) (none at an instant t0 == t1)."""
+        if t1 <= t0:
+            return set()
+        return {(u, i) for u, i, s, e in ev if s <= t0 and e >= t1}
+
+    def done(u, i, t):
+        return span[(u, i)][1] <= t
+
+    def state(t0, t1):
+        """Cell colours and labels, and the two DMA arrows, during (t0, t1)."""
+        run = running(t0, t1)
+        fill = ["#ffffff"] * len(cell_x)
+        text = [" "] * len(cell_x)
+        vpu = n + nb
+        for i in range(n):
+            vin, vout, out = n + i % nb, n + nb + 1 + i % nb, n + 2 * nb + 1 + i
+            fill[i], text[i] = _mix(colours[i], 0.25 if done("load", i, t0) else 1.0), str(i)
+            loaded, computed, stored = (done(u, i, t0) for u in _STREAM_UNITS)
+            if ("load", i) in run:
+                fill[vin], text[vin] = _mix(colours[i], 0.45), f"{i}←"
+            elif loaded and not computed:
+                fill[vin], text[vin] = colours[i], str(i)
+            if ("compute", i) in run:
+                fill[vpu], text[vpu] = colours[i], str(i)
+                fill[vout], text[vout] = _mix(colours[i], 0.45), f"{i}←"
+            elif computed and not stored:
+                fill[vout], text[vout] = colours[i], str(i)
+            if ("store", i) in run:
+                fill[out], text[out] = _mix(colours[i], 0.45), f"{i}←"
+            elif stored:
+                fill[out], text[out] = colours[i], str(i)
+        arrows = []                                        # (colour, label) for read, write
+        for u in ("load", "store"):
+            on = [i for uu, i in run if uu == u]
+            arrows.append((colours[on[0]], f"块 {on[0]}") if on else (blank, " "))
+        return fill, text, arrows
+
+    rows = {"load": 2, "compute": 1, "store": 0}
+    ucol = {"load": COLORS["memory"], "compute": COLORS["compute"], "store": COLORS["comms"]}
+
+    def gantt(t):
+        """One rectangle per event (zero width until it starts, clipped at t) and its label."""
+        out = []
+        for u in _STREAM_UNITS:
+            xs, ys = [], []
+            for uu, i, s, e in ev:
+                if uu != u:
+                    continue
+                e2 = min(max(s, t), e)
+                y = rows[u]
+                xs += [s, e2, e2, s, s, None]
+                ys += [y - 0.38, y - 0.38, y + 0.38, y + 0.38, y - 0.38, None]
+            out.append(go.Scatter(x=xs, y=ys, mode="lines", fill="toself", fillcolor=ucol[u],
+                                  line={"color": "white", "width": 1}, hoverinfo="skip",
+                                  showlegend=False, xaxis="x2", yaxis="y2"))
+        lx, ly, lt = [], [], []
+        for u, i, s, e in ev:
+            lx.append((s + min(max(s, t), e)) / 2)
+            ly.append(rows[u])
+            lt.append(str(i) if s < t and e > s else " ")
+        out.append(go.Scatter(x=lx, y=ly, text=lt, mode="text", hoverinfo="skip",
+                              textfont={"color": "white", "size": 10}, showlegend=False,
+                              xaxis="x2", yaxis="y2"))
+        out.append(go.Scatter(x=[t, t], y=[-0.6, 2.6], mode="lines", hoverinfo="skip",
+                              line={"color": "#333333", "width": 1, "dash": "dot"},
+                              showlegend=False, xaxis="x2", yaxis="y2"))
+        return out
+
+    def frame(t0, t1):
+        fill, text, arrows = state(t0, t1)
+        cells = go.Scatter(x=cell_x, y=cell_y, mode="markers+text", text=text,
+                           textfont={"size": 10, "color": [_ink(c) for c in fill]}, hoverinfo="skip",
+                           showlegend=False,
+                           marker={"symbol": "square", "size": 26, "color": fill,
+                                   "line": {"color": "#888888", "width": 1}})
+        dma = go.Scatter(x=[(X_IN + X_VIN) / 2, (X_VOUT + X_OUT) / 2], y=[2.0, 2.0],
+                         text=[a[1] for a in arrows], mode="markers+text",
+                         textposition="top center", hoverinfo="skip", showlegend=False,
+                         marker={"symbol": "arrow", "angle": 90, "size": 18,
+                                 "color": [a[0] for a in arrows],
+                                 "line": {"color": [blank if a[0] == blank else "#222222"
+                                                    for a in arrows], "width": 1}})
+        return [cells, dma] + gantt(t1)
+
+    mode = "读写共用一条 HBM 通道" if shared_hbm else "读、写各一条 HBM 通道"
+    busy_vpu = sum(e - s for u, _, s, e in ev if u == "compute")
+
+    def title(t0, t1, k):
+        head = f"{op}：{n} 块流过芯片（{mode}）"
+        if k == 0:
+            return f"{head}：开始"
+        if t0 >= total:
+            return f"{head}：完成，总时间 {total:.3g}，VPU 忙 {busy_vpu / total:.0%}"
+        what = "，".join(f"{_STREAM_VERB[u]}块 {i}" for u, i in
+                        sorted(running(t0, t1), key=lambda k: (_STREAM_UNITS.index(k[0]), k[1])))
+        return f"{head}：t = {t0:.3g}–{t1:.3g}，{what or '等待'}"
+
+    intervals = [(0.0, 0.0)] + list(zip(times[:-1], times[1:])) + [(total, total)]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.56, 0.44], vertical_spacing=0.08)
+    for tr in frame(*intervals[0]):
+        fig.add_trace(tr)
+    names = [str(k) for k in range(len(intervals))]
+    fig.frames = [go.Frame(name=names[k], data=frame(a, b), traces=list(range(7)),
+                           layout={"title": {"text": title(a, b, k)}})
+                  for k, (a, b) in enumerate(intervals)]
+    shapes, notes = [], []
+    for x, label in boxes:
+        hw = 1.15 if label != "VPU" else 0.9
+        y0, y1 = (-0.2, 4.0) if label.startswith("HBM") else (0.6, 3.4)
+        shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": x - hw, "x1": x + hw,
+                       "y0": y0, "y1": y1, "line": {"color": "#777777", "width": 1.5},
+                       "fillcolor": "#f6f6f6", "layer": "below"})
+        notes.append({"x": x, "y": y1 + 0.12, "xref": "x", "yref": "y", "text": label,
+                      "showarrow": False, "yanchor": "bottom", "font": {"size": 11}})
+    rl = _stream_rows(shared_hbm)
+    fig.update_layout(
+        title={"text": title(0, 0, 0), "font": {"size": 13}}, font=_FONT, template="plotly_white",
+        height=640, margin={"l": 10, "r": 10, "t": 60, "b": 90}, shapes=shapes, annotations=notes,
+        xaxis={"visible": False, "range": [-0.5, 16.5], "fixedrange": True},
+        yaxis={"visible": False, "range": [-0.4, 4.7], "fixedrange": True},
+        xaxis2={"range": [0, total * 1.02], "title": {"text": "时间（单位时间）"},
+                "fixedrange": True},
+        yaxis2={"range": [-0.6, 2.6], "tickvals": [0, 1, 2], "fixedrange": True,
+                "ticktext": [rl["store"], rl["compute"], rl["load"]]})
+    _anim_controls(fig, names, duration_ms, "帧：", y=-0.08)
+    return _tidy_frames(fig)
+
+
+__all__ += ["streaming_figure", "streaming_animation"]
+
+
+# ---- inside a GPU, and an NVLink node (chapter 12) ---------------------------------------------
+
+def _gpu_chip(chip):
+    from . import hardware
+    g = hardware.get(chip)
+    if g.family != "gpu":
+        raise ValueError(f"{g.name} is not a GPU; these drawings are of NVIDIA GPUs")
+    return g
+
+
+def gpu_chip_figure(chip="H100", ax=None):
+    """A GPU as the catalogue describes it: one small box per SM (all ``n_sm`` of them, each
+    with its Tensor Cores), the L2 cache in two halves, and HBM with its capacity and bandwidth.
+    Not to scale. Numbers from ``hardware.get(chip)``: ``n_sm``, ``subpartitions_per_sm``
+    (one Tensor Core each), ``l2_bytes``, ``hbm_bytes``, ``hbm_bw``, ``peak()``. Returns the axes.
+    """
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+    from .units import fmt_num
+
+    set_style()
+    g = _gpu_chip(chip)
+    n = g.n_sm
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 3.8))
+    cols = 12 if n > 96 else 10
+    rows = int(math.ceil(n / cols))
+    w, hgt = 0.9, 2.9 / rows
+    for i in range(n):
+        r, c = divmod(i, cols)
+        half = 0 if c < cols // 2 else 0.35            # the two halves of the chip
+        _box(ax, c * w + half, 1.5 + (rows - 1 - r) * hgt, w * 0.82, hgt * 0.78, "",
+             fc="#cfe3f3", ec="#5a7a99", lw=0.5)
+    width = cols * w + 0.35
+    ax.text(width / 2, 1.5 + rows * hgt + 0.08,
+            f"{n} 个 SM，每个 {g.subpartitions_per_sm} 个 Tensor Core"
+            f"（共 {n * g.subpartitions_per_sm} 个），bf16 峰值 {fmt_num(g.peak())} FLOPs/s",
+            ha="center", va="bottom", fontsize=8)
+    for k in range(2):
+        x0 = k * (width / 2 + 0.1)
+        _box(ax, x0, 0.85, width / 2 - 0.1, 0.5, f"L2 的一半（{g.l2_bytes / 2e6:.0f} MB）",
+             fc="#d7ecd9", ec="#4d7a55", fs=8, va="center")
+    _box(ax, 0, 0.0, width, 0.6, f"HBM：{g.hbm_bytes / 1e9:.0f} GB，{fmt_num(g.hbm_bw)} B/s",
+         fc="#f3d9e8", ec="#8a4d6d", fs=8, va="center")
+    ax.set_xlim(-0.2, width + 0.2)
+    ax.set_ylim(-0.15, 1.5 + rows * hgt + 0.45)
+    ax.axis("off")
+    ax.set_title(f"{g.name} 示意图（不按比例）", fontsize=10)
+    return ax
+
+
+def sm_figure(chip="H100", ax=None):
+    """One SM from the catalogue: ``subpartitions_per_sm`` subpartitions, each with one Tensor
+    Core, a warp scheduler with ``fp32_lanes_per_subpartition`` fp32 lanes (CUDA cores) and its
+    share of the register file (``regs_bytes_per_sm`` / subpartitions); SMEM/L1
+    (``smem_bytes_per_sm``) and, on Blackwell, TMEM (``tmem_bytes_per_sm``). Returns the axes."""
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+    from .units import KiB
+
+    set_style()
+    g = _gpu_chip(chip)
+    q = g.subpartitions_per_sm
+    if not q or not g.fp32_lanes_per_subpartition or not g.regs_bytes_per_sm:
+        raise ValueError(f"the catalogue lacks {g.name}'s SM layout (subpartitions, lanes, registers)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 4.2))
+    cols = 2
+    rows = int(math.ceil(q / cols))
+    regs = g.regs_bytes_per_sm / q
+    for k in range(q):
+        x, y = (k % cols) * 2.6, (rows - 1 - k // cols) * 2.0 + 1.2
+        _box(ax, x, y, 2.4, 1.8, f"子分区 {k}", fc="#f4f4f4", ec="#555555", fs=7)
+        _box(ax, x + 0.1, y + 0.8, 1.0, 0.65, "Tensor\nCore", fc="#cfe3f3", ec="#5a7a99", fs=7,
+             va="center")
+        _box(ax, x + 1.25, y + 0.8, 1.05, 0.65,
+             f"warp 调度器\n{g.fp32_lanes_per_subpartition} 条 fp32 lane", fc="#fde2cf", ec="#a86a3d",
+             fs=6.5, va="center")
+        _box(ax, x + 0.1, y + 0.1, 2.2, 0.55,
+             f"寄存器 {regs / KiB:.0f} KiB\n{int(regs // 4):,} 个 32 位", fc="#e6e6e6", ec="#777777",
+             fs=6.5, va="center")
+    mem = f"SMEM / L1 共 {g.smem_bytes_per_sm / 1e3:.0f} KB"
+    if g.tmem_bytes_per_sm:
+        mem += f"；TMEM {g.tmem_bytes_per_sm / KiB:.0f} KiB"
+    _box(ax, 0, 0.0, 5.0, 0.9, mem, fc="#d7ecd9", ec="#4d7a55", fs=8, va="center")
+    ax.set_xlim(-0.2, 5.3)
+    ax.set_ylim(-0.2, rows * 2.0 + 1.3)
+    ax.axis("off")
+    ax.set_title(f"{g.name} 的一个 SM：{q} 个子分区，{q * g.fp32_lanes_per_subpartition} 个 CUDA 核心",
+                 fontsize=10)
+    return ax
+
+
+def nvswitch_links(chip="H100") -> tuple:
+    """How one GPU's ``nvlink_links`` NVLink ports spread over the node's ``nvswitches_per_node``
+    NVSwitches, as evenly as possible with the extra links on the outer switches (H100: 18 links
+    over 4 switches = (5, 4, 4, 5), as in the DGX H100; B200: (9, 9); A100: six 2s)."""
+    g = _gpu_chip(chip)
+    L, S = g.nvlink_links, g.nvswitches_per_node
+    if not L or not S:
+        raise ValueError(f"the catalogue has no NVLink/NVSwitch layout for {g.name} "
+                         f"(nvlink_links={L}, nvswitches_per_node={S})")
+    base, extra = divmod(L, S)
+    out = [base] * S
+    ends = [i for pair in zip(range(S), range(S - 1, -1, -1)) for i in pair]
+    for i in list(dict.fromkeys(ends))[:extra]:
+        out[i] += 1
+    return tuple(out)
+
+
+def nvlink_node_figure(chip="H100", ax=None):
+    """An NVLink node drawn from ``topology.NvlinkNode(chip)`` and the catalogue: its GPUs, its
+    NVSwitches, and every GPU's links to every switch (line width = number of links, from
+    ``nvswitch_links``); the title gives the per-GPU bandwidth (links × per-link) and the node's
+    total, min(GPUs × per-GPU, switch capacity). Returns the axes."""
+    import matplotlib.pyplot as plt
+    from . import topology as topo
+    from .plots import set_style
+    from .units import fmt_num
+
+    set_style()
+    g = _gpu_chip(chip)
+    node = topo.NvlinkNode(g)
+    per = nvswitch_links(g)
+    N, S = node.n_gpus, len(per)
+    if N > 16:
+        raise ValueError(f"{N} GPUs per node: draw nodes of up to 16 GPUs (GB200 NVL72 has its "
+                         f"own figure in topology)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 3.1))
+    gx = np.linspace(0.5, 9.5, N)
+    sx = np.linspace(5 - min(3.8, 1.3 * (S - 1)), 5 + min(3.8, 1.3 * (S - 1)), S)
+    for x in gx:
+        for j, xs in enumerate(sx):
+            ax.plot([x, xs], [0.4, 2.2], color="0.6", lw=0.4 * per[j], zorder=1)
+    for j, xs in enumerate(sx):
+        used = N * per[j]
+        _box(ax, xs - 0.7, 2.2, 1.4, 0.75,
+             f"NVSwitch {j}\n每 GPU {per[j]} 条\n用 {used}/{node.switch_ports} 口", fc="#d7ecd9",
+             ec="#4d7a55", fs=7, va="center")
+    for i, x in enumerate(gx):
+        _box(ax, x - 0.42, 0.0, 0.84, 0.4, f"GPU{i}", fc="#cfe3f3", ec="#5a7a99", fs=7, va="center")
+    ax.set_xlim(-0.2, 10.2)
+    ax.set_ylim(-0.2, 3.1)
+    ax.axis("off")
+    split = "+".join(map(str, per))
+    ax.set_title(f"{N}×{g.name} 节点：每 GPU {g.nvlink_links} 条 NVLink {g.nvlink_gen}（{split}）"
+                 f"× {fmt_num(g.nvlink_link_bw_1way)} B/s = {fmt_num(node.gpu_bw)} B/s 单向；"
+                 f"节点合计 {fmt_num(node.total_bw)} B/s", fontsize=9)
+    return ax
+
+
+__all__ += ["gpu_chip_figure", "sm_figure", "nvswitch_links", "nvlink_node_figure"]
+
+
+# ---- SHARP: the switch reduces (chapter 12) ----------------------------------------------------------
+
+def _sharp_node(topo):
+    from . import topology as topo_mod
+    t = topo_mod.get(topo)
+    if not isinstance(t, topo_mod.NvlinkNode):
+        raise ValueError(f"SHARP is drawn on one NVLink node (e.g. 'h100-node-sharp'); got "
+                         f"{t.describe()}")
+    return t
+
+
+def sharp_steps(topo="h100-node-sharp", nbytes=1.0) -> list:
+    """The four steps of an AllReduce of ``nbytes`` (V) reduced in the NVSwitches (NVLink SHARP)
+    on an N-GPU node, counted per GPU: ``[(what, direction, bytes per GPU, state)]`` with
+    direction "上行" (GPU → switch) or "下行" (switch → GPU).
+
+    1. every GPU sends the N−1 chunks it does not own: V(N−1)/N up;
+    2. the switch sums them and sends each GPU the sum of its own chunk: V/N down;
+    3. each GPU adds its own contribution and sends the finished chunk back: V/N up;
+    4. the switch multicasts every finished chunk to the other GPUs: V(N−1)/N down.
+
+    ``state`` after the step: ``(gpu, switch)``, an N × N array (GPU g, chunk c) and an N-array
+    (chunk c) of how many GPUs' contributions the copy there holds (0 = none). Each GPU sends V
+    and receives V in total, so the time is V / W_GPU: the SHARP path of
+    ``collectives.collective_time`` (tested against it).
+    """
+    from .units import check_nonneg
+
+    t = _sharp_node(topo)
+    v = float(check_nonneg("nbytes", nbytes, allow_array=False))
+    N = t.n_gpus
+    own = np.eye(N, dtype=int)                       # GPU g owns (ends up reducing) chunk g
+    return [
+        ("每颗 GPU 把不归自己的 N−1 块发给交换机", "上行", v * (N - 1) / N,
+         (own.copy(), np.full(N, N - 1))),          # the switch sums N−1 contributions per chunk
+        ("交换机求和，把每块的和发给负责它的 GPU", "下行", v / N,
+         (own * (N - 1), np.zeros(N, dtype=int))),   # the sum of the others; own not yet added
+        ("GPU 加上自己那份，把算好的块送回交换机", "上行", v / N,
+         (own * N, np.full(N, N))),
+        ("交换机把每块组播给其余 N−1 颗 GPU", "下行", v * (N - 1) / N,
+         (np.full((N, N), N), np.full(N, N))),
+    ]
+
+
+def sharp_figure(topo="h100-node-sharp", nbytes=1e9):
+    """NVLink SHARP's data flow next to the ring: four panels, one per step of ``sharp_steps``
+    (the switch at the top with the partial sums it holds, the GPUs below with theirs, arrows
+    labelled with the bytes per GPU), and a fifth with the bytes each GPU sends and receives
+    over its NVLink and the resulting time, SHARP vs ring, from ``collectives.collective_time``
+    on the same node with and without ``sharp``. Returns the Figure."""
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+    from . import collectives as coll_mod
+    from .plots import set_style
+    from .units import fmt_bytes, fmt_time
+
+    set_style()
+    t = _sharp_node(topo)
+    t_sharp = dataclasses.replace(t, sharp=True)
+    t_ring = dataclasses.replace(t, sharp=False)
+    steps = sharp_steps(t_sharp, nbytes)
+    N = t.n_gpus
+    cols = palette(N)
+    fig = plt.figure(figsize=(12, 6.2), constrained_layout=True)
+    gs = fig.add_gridspec(2, 3, width_ratios=[1, 1, 0.8])
+    cw = 1.0 / N
+
+    def cells(ax, x0, y0, w, counts):
+        import matplotlib.patches as mp
+        for c in range(N):
+            k = int(counts[c])
+            fc = "#ffffff" if k == 0 else _mix(cols[c], 0.2 + 0.8 * k / N)
+            ax.add_patch(mp.Rectangle((x0 + c * w * cw, y0), w * cw, 0.22, facecolor=fc,
+                                      edgecolor="#888888", lw=0.4))
+
+    for k, (what, direction, b, (gpu, sw)) in enumerate(steps):
+        ax = fig.add_subplot(gs[k // 2, k % 2])
+        ax.set_xlim(-0.3, N * 1.2)
+        ax.set_ylim(-0.35, 3.0)
+        ax.axis("off")
+        sx0, swid = N * 0.6 - 1.8, 3.6
+        _box(ax, sx0, 2.2, swid, 0.7, "NVSwitch（合起来看作一个）", fc="#d7ecd9", ec="#4d7a55",
+             fs=7)
+        cells(ax, sx0 + 0.1, 2.3, swid - 0.2, sw)
+        for gi in range(N):
+            x = gi * 1.2
+            _box(ax, x, 0.0, 1.0, 0.55, f"GPU{gi}", fc="#f7f7f7", ec=cols[gi], fs=6.5)
+            cells(ax, x + 0.05, 0.05, 0.9, gpu[gi])
+            up = direction == "上行"
+            ax.annotate("", xy=(sx0 + swid * (gi + 0.5) / N, 2.2) if up else (x + 0.5, 0.58),
+                        xytext=(x + 0.5, 0.58) if up else (sx0 + swid * (gi + 0.5) / N, 2.2),
+                        arrowprops={"arrowstyle": "->", "color": "#D55E00" if up else "#0072B2",
+                                    "lw": 0.6 + 2.4 * b / max(s[2] for s in steps)})
+        ax.set_title(f"第 {k + 1} 步（{direction}）：{what}\n每颗 GPU {direction} "
+                     f"{fmt_bytes(b)}（V 的 {b / nbytes:.3g}）", fontsize=8)
+    ax = fig.add_subplot(gs[:, 2])
+    ring = coll_mod.collective_time("all_reduce", nbytes, t_ring)
+    shp = coll_mod.collective_time("all_reduce", nbytes, t_sharp)
+    up = sum(s[2] for s in steps if s[1] == "上行")
+    down = sum(s[2] for s in steps if s[1] == "下行")
+    ring_bytes = float(ring.t_bandwidth) * t.gpu_bw
+    labels = ["环形：发出", "环形：收进", "SHARP：发出", "SHARP：收进"]
+    vals = [ring_bytes, ring_bytes, up, down]
+    ax.barh(labels, [v / nbytes for v in vals],
+            color=[COLORS["memory"], _mix(COLORS["memory"], 0.5), COLORS["comms"],
+                   _mix(COLORS["comms"], 0.5)])
+    for i, v in enumerate(vals):
+        ax.text(v / nbytes + 0.03, i, f"{v / nbytes:.3g} V", va="center", fontsize=8)
+    ax.set_xlim(0, 2.3)
+    ax.invert_yaxis()
+    ax.set_xlabel("每颗 GPU 经自己的 NVLink 的字节数（单位 V）")
+    ax.set_title(f"每 GPU 链路上的字节\n环形 {fmt_time(float(ring.t_bandwidth))}，SHARP "
+                 f"{fmt_time(float(shp.t_bandwidth))}（带宽项，V = {fmt_bytes(nbytes)}）",
+                 fontsize=8)
+    fig.suptitle(f"{N}×{t.gpu.name} 节点上的 AllReduce：交换机做归约（NVLink SHARP），"
+                 f"格子的深浅 = 已加进去的 GPU 份数", fontsize=10)
+    return fig
+
+
+__all__ += ["sharp_steps", "sharp_figure"]
+
+
+# ---- pipelines in time: unequal F and B, transfers, the data-parallel AllReduce (chapter 12) -------
+
+_TRANSFER_RED = "#B2182B"
+
+
+def pipeline_events(schedule="gpipe", n_stages: int = 2, n_micro: int = 2, t_fwd=1.0, t_bwd=2.0,
+                    t_transfer=0.0, t_allreduce=0.0) -> list:
+    """A pipeline schedule in time: ``[(stage, kind, microbatch, start, end)]``, kind "F"
+    (forward), "B" (backward), "XF" (the activations of F leaving the stage for stage + 1),
+    "XB" (the gradients of B leaving for stage − 1) or "G" (the stage's data-parallel gradient
+    AllReduce; microbatch −1).
+
+    Each stage runs its forwards and backwards in the order of ``training.pipeline_schedule(
+    schedule, n_stages, n_micro)`` (so GPipe and 1F1B are the training model's), each as early
+    as its inputs allow: F(s, m) after F(s−1, m) and its transfer, B(s, m) after F(s, m) and
+    after B(s+1, m) and its transfer. A forward takes ``t_fwd``, a backward ``t_bwd`` (2·t_fwd:
+    the weight and input gradients), a transfer ``t_transfer`` (it occupies the link, not the
+    stage), and a stage's AllReduce ``t_allreduce`` starts after its last backward: it cannot
+    start before the last microbatch has passed the stage. With t_fwd = t_bwd = 1 and no
+    transfers this reproduces the grid's time steps exactly (tested).
+    """
+    from . import training
+    from .units import check_nonneg
+
+    tf = float(check_nonneg("t_fwd", t_fwd, allow_array=False))
+    tb = float(check_nonneg("t_bwd", t_bwd, allow_array=False))
+    tx = float(check_nonneg("t_transfer", t_transfer, allow_array=False))
+    tg = float(check_nonneg("t_allreduce", t_allreduce, allow_array=False))
+    if tf <= 0 or tb <= 0:
+        raise ValueError(f"t_fwd and t_bwd must be > 0, got {t_fwd!r} and {t_bwd!r}")
+    grid = np.asarray(training.pipeline_schedule(schedule, n_stages, n_micro))
+    Z = grid.shape[0]
+    order = [[int(v) for v in row if v != 0] for row in grid]
+    end = {}                                  # ("F"|"B", s, m) -> end time
+    pos = [0] * Z
+    free = [0.0] * Z
+    ev = []
+    remaining = sum(len(o) for o in order)
+    while remaining:
+        progressed = False
+        for s in range(Z):
+            while pos[s] < len(order[s]):
+                v = order[s][pos[s]]
+                m = abs(v) - 1
+                if v > 0:
+                    deps = [] if s == 0 else [("F", s - 1, m)]
+                    lag = tx if s > 0 else 0.0
+                    kind, dur = "F", tf
+                else:
+                    deps = [("F", s, m)] + ([] if s == Z - 1 else [("B", s + 1, m)])
+                    lag = tx if s < Z - 1 else 0.0
+                    kind, dur = "B", tb
+                if any(d not in end for d in deps):
+                    break
+                ready = 0.0
+                for d in deps:
+                    ready = max(ready, end[d] + (lag if d[1] != s else 0.0))
+                start = max(free[s], ready)
+                end[(kind, s, m)] = free[s] = start + dur
+                ev.append((s, kind, m, start, start + dur))
+                if tx > 0 and ((kind == "F" and s < Z - 1) or (kind == "B" and s > 0)):
+                    ev.append((s, "X" + kind, m, start + dur, start + dur + tx))
+                pos[s] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            raise AssertionError("pipeline schedule order deadlocked")
+    if tg > 0:
+        for s in range(Z):
+            last = max(e for (k, ss, _), e in end.items() if ss == s and k == "B")
+            ev.append((s, "G", -1, last, last + tg))
+    return sorted(ev, key=lambda e: (e[3], e[0], e[1]))
+
+
+def pipeline_idle(events, n_stages: int) -> float:
+    """Share of stage time not spent computing (F or B) between 0 and the end of the last event:
+    the bubble, plus AllReduce time that nothing overlaps."""
+    total = max(e[4] for e in events)
+    busy = sum(e[4] - e[3] for e in events if e[1] in ("F", "B"))
+    return 1.0 - busy / (n_stages * total)
+
+
+def pipeline_timeline_figure(schedule="gpipe", n_stages: int = 2, n_micro: int = 2, t_fwd=1.0,
+                             t_bwd=2.0, t_transfer=0.0, t_allreduce=0.0, ax=None, title=None):
+    """``pipeline_events`` drawn: one row per stage, forwards "F m" (blue), backwards "B m"
+    (orange, twice as long by default), the data-parallel AllReduce "G" (red, after the stage's
+    last backward) and transfers between stages as red bars in the gap between the rows;
+    idle time hatched. The title gives the step time and the idle share. Returns the axes."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+
+    set_style()
+    ev = pipeline_events(schedule, n_stages, n_micro, t_fwd, t_bwd, t_transfer, t_allreduce)
+    Z = int(n_stages)
+    total = max(e[4] for e in ev)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(13, 2 + 0.45 * total), 0.8 + 0.75 * Z))
+    for s in range(Z):
+        ax.add_patch(mp.Rectangle((0, s + 0.15), total, 0.7, facecolor="#eeeeee",
+                                  edgecolor="#cccccc", hatch="///", lw=0.5, zorder=0))
+    fc = {"F": COLORS["compute"], "B": COLORS["memory"], "G": COLORS["comms"]}
+    for s, kind, m, a, b in ev:
+        if kind in ("XF", "XB"):
+            y = s + 1.0 if kind == "XF" else float(s)      # the gap toward the receiving stage
+            ax.add_patch(mp.Rectangle((a, y - 0.1), b - a, 0.2, facecolor=_TRANSFER_RED,
+                                      edgecolor="none", zorder=3))
+            continue
+        ax.add_patch(mp.Rectangle((a, s + 0.15), b - a, 0.7, facecolor=fc[kind], edgecolor="white",
+                                  lw=0.8, zorder=2))
+        ax.text((a + b) / 2, s + 0.5, "G" if kind == "G" else f"{kind}{m}", ha="center",
+                va="center", color="white", fontsize=8, zorder=4)
+    ax.set_xlim(0, total)
+    ax.set_ylim(Z, 0)
+    ax.set_yticks(np.arange(Z) + 0.5, [f"阶段 {s}" for s in range(Z)])
+    ax.set_xlabel("时间（单位：一个阶段的一次前向）")
+    ax.grid(False)
+    handles = [mp.Patch(facecolor=COLORS["compute"], label="F 前向（数字：微批次）"),
+               mp.Patch(facecolor=COLORS["memory"], label="B 反向"),
+               mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲")]
+    if t_allreduce:
+        handles.append(mp.Patch(facecolor=COLORS["comms"], label="G 数据并行 AllReduce"))
+    if t_transfer:
+        handles.append(mp.Patch(facecolor=_TRANSFER_RED, label="阶段间传输"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    head = title or f"{str(schedule).upper()}：{Z} 个阶段，{n_micro} 个微批次"
+    ax.set_title(f"{head}，一步 {total:.3g} 个单位，计算空闲占 {pipeline_idle(ev, Z):.0%}",
+                 fontsize=10)
+    return ax
+
+
+__all__ += ["pipeline_events", "pipeline_idle", "pipeline_timeline_figure"]

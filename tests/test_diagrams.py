@@ -21,6 +21,14 @@ W = 4.5e10   # one-way link bandwidth used throughout (bytes/s)
 V = 1e9      # the collective's V (bytes)
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Matplotlib figures drawn by a test are closed after it (they hold memory)."""
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
 # ---- schedules agree with collective_time -----------------------------------------------------
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 16])
@@ -374,7 +382,8 @@ def test_batching_figure_matches_simulation():
 
 # ---- the animations play in a browser without a kernel ------------------------------------------
 
-def test_animation_plays_in_browser_without_kernel(tmp_path):
+@pytest.mark.parametrize("which", ["collective", "streaming"])
+def test_animation_plays_in_browser_without_kernel(tmp_path, which):
     """Render an animation the way the website does (scaling_lib._mystnb), load it in headless
     Chromium with the site's plotly.js, press ▶ 播放 and see the frame change."""
     import json
@@ -387,7 +396,10 @@ def test_animation_plays_in_browser_without_kernel(tmp_path):
         pytest.skip("no chromium")
     import plotly
     from scaling_lib._mystnb import PlotlyRenderer
-    fig = G.collective_animation("reduce_scatter", T.Ring(4, W))
+    if which == "collective":
+        fig, moved = G.collective_animation("reduce_scatter", T.Ring(4, W)), "第 "
+    else:
+        fig, moved = G.streaming_animation(6, 2, 1, 2, shared_hbm=True), "t = "
 
     class Data:
         mime_type = "application/vnd.plotly.v1+json"
@@ -425,7 +437,7 @@ def test_animation_plays_in_browser_without_kernel(tmp_path):
             t0 = page.evaluate(f"{gd}.layout.title.text")
             page.get_by_text("播放").first.click()
             page.wait_for_function(f"{gd}.layout.title.text !== {json.dumps(t0)}", timeout=8000)
-            assert "第 " in page.evaluate(f"{gd}.layout.title.text")
+            assert moved in page.evaluate(f"{gd}.layout.title.text")
             b.close()
         assert errors == []
     finally:
@@ -474,3 +486,246 @@ def test_batching_animation_frames():
             assert len(xs) == int(sims[mode]["active"][:t].sum())
         busy = int(sims["continuous"]["active"][t - 1]) if t <= sims["continuous"]["steps"] else 0
         assert f"连续：{busy}/4 槽位在忙" in fr.layout.title.text
+
+
+# ---- a pointwise op streaming through the chip ------------------------------------------------------
+
+def _check_stream(ev, n, nb, shared):
+    """The stream's precedence rules, and the one-channel rule when reads and writes share HBM."""
+    at = {(u, i): (s, e) for u, i, s, e in ev}
+    assert len(at) == 3 * n
+    for i in range(n):
+        assert at["compute", i][0] >= at["load", i][1] - 1e-12           # compute after its load
+        assert at["store", i][0] >= at["compute", i][1] - 1e-12          # store after compute
+        if i >= nb:   # a buffer is reused only when its previous chunk left it
+            assert at["load", i][0] >= at["compute", i - nb][1] - 1e-12
+            assert at["compute", i][0] >= at["store", i - nb][1] - 1e-12
+    for u in ("load", "compute", "store"):                               # one op per unit at a time
+        iv = sorted(at[u, i] for i in range(n))
+        assert all(a[1] <= b[0] + 1e-12 for a, b in zip(iv, iv[1:]))
+    dma = sorted(v for (u, _), v in at.items() if u != "compute")
+    overlap = any(a[1] > b[0] + 1e-12 for a, b in zip(dma, dma[1:]))
+    if shared:
+        assert not overlap                                  # one HBM channel: reads and writes alternate
+    return max(e for _, e in at.values())
+
+
+@pytest.mark.parametrize("n,tl,tc,ts,nb", [(8, 2, 1, 2, 2), (8, 1, 2, 1, 2), (5, 1, 3, 2, 1),
+                                          (6, 3, 1, 1, 3), (4, 1, 1, 1, 2)])
+def test_shared_hbm_stream(n, tl, tc, ts, nb):
+    from scaling_lib import chip_internals as ci
+    sep = ci.pipeline_schedule(n, tl, tc, ts, nb)
+    assert ci.pipeline_schedule(n, tl, tc, ts, nb, shared_hbm=False) == sep      # default unchanged
+    t_sep = _check_stream(sep, n, nb, shared=False)
+    sh = ci.pipeline_schedule(n, tl, tc, ts, nb, shared_hbm=True)
+    t_sh = _check_stream(sh, n, nb, shared=True)
+    assert t_sh == ci.pipeline_time(n, tl, tc, ts, nb, shared_hbm=True)
+    assert t_sh >= n * (tl + ts) and t_sh >= t_sep              # the channel's busy time bounds it
+
+
+def test_shared_hbm_stream_numbers():
+    from scaling_lib import chip_internals as ci
+    # chapter 2's bandwidth-bound case: the channel never idles, 8 × (2 + 2)
+    assert ci.pipeline_time(8, 2, 1, 2) == 19 and ci.pipeline_time(8, 2, 1, 2, shared_hbm=True) == 32
+    # compute-bound: sharing the channel costs nothing, n × compute + one load + one store
+    assert ci.pipeline_time(8, 1, 2, 1, shared_hbm=True) == ci.pipeline_time(8, 1, 2, 1) == 18
+    with pytest.raises(TypeError, match="shared_hbm"):
+        ci.pipeline_schedule(8, 2, 1, 2, shared_hbm="yes")
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_streaming_animation_follows_schedule(shared):
+    from scaling_lib import chip_internals as ci
+    n, nb = 6, 2
+    ev = ci.pipeline_schedule(n, 2, 1, 2, nb, shared_hbm=shared)
+    total = ci.pipeline_time(n, 2, 1, 2, nb, shared_hbm=shared)
+    times = sorted({0.0, *(e[2] for e in ev), *(e[3] for e in ev)})
+    fig = G.streaming_animation(n, 2, 1, 2, nb, shared_hbm=shared)
+    assert len(fig.frames) == len(times) + 1
+    intervals = [(0.0, 0.0)] + list(zip(times[:-1], times[1:])) + [(total, total)]
+    for fr, (a, b) in zip(fig.frames, intervals):
+        run = {(u, i) for u, i, s, e in ev if s <= a and e >= b and b > a}
+        txt = fr.layout.title.text
+        for u, i in run:
+            assert f"{dict(load='读', compute='算', store='写')[u]}块 {i}" in txt
+        cells = fr.data[0]
+        out = list(cells.text)[n + 2 * nb + 1:]                    # HBM output column
+        stored = sum(e <= a for u, _, _, e in ev if u == "store")
+        assert sum(t.strip().isdigit() for t in out) == stored
+        assert sum(t.endswith("←") for t in out) == sum(u == "store" for u, _ in run)
+        vpu = cells.text[n + nb].strip()
+        busy = [i for u, i in run if u == "compute"]
+        assert vpu == (str(busy[0]) if busy else "")
+        # the DMA arrows: coloured exactly when a read / a write is in flight
+        cols = list(fr.data[1].marker.color)
+        assert (cols[0] != "rgba(0,0,0,0)") == any(u == "load" for u, _ in run)
+        assert (cols[1] != "rgba(0,0,0,0)") == any(u == "store" for u, _ in run)
+        if shared:
+            assert not (any(u == "load" for u, _ in run) and any(u == "store" for u, _ in run))
+        # the Gantt chart drawn so far: each unit's filled length up to b
+        for k, u in enumerate(("load", "compute", "store")):
+            xs = list(fr.data[2 + k].x)
+            width = sum(xs[j + 1] - xs[j] for j in range(0, len(xs), 6))
+            assert width == pytest.approx(sum(max(0.0, min(e, b) - s) for uu, _, s, e in ev if uu == u))
+        assert all(len(fr.data[j].x) == len(fig.frames[0].data[j].x) for j in range(7))   # fixed sizes
+    assert f"总时间 {total:.3g}" in fig.frames[-1].layout.title.text
+    busy = sum(e - s for u, _, s, e in ev if u == "compute") / total
+    assert f"VPU 忙 {busy:.0%}" in fig.frames[-1].layout.title.text
+    with pytest.raises(ValueError, match="<= 16"):
+        G.streaming_animation(40)
+
+
+def test_streaming_figure():
+    from scaling_lib import chip_internals as ci
+    ax = G.streaming_figure(8, 2, 1, 2, shared_hbm=True)
+    assert "总时间 32" in ax.get_title() and "VPU 忙 25%" in ax.get_title()
+    assert len(ax.patches) == 24
+    ax = G.streaming_figure(8, 1, 2, 1)
+    assert f"总时间 {ci.pipeline_time(8, 1, 2, 1):.3g}" in ax.get_title()
+    assert "HBM 通道：读" in [t.get_text() for t in G.streaming_figure(4, shared_hbm=True).get_yticklabels()]
+
+
+# ---- inside a GPU and an NVLink node ---------------------------------------------------------------
+
+def _texts(ax):
+    return " ".join(t.get_text() for t in ax.texts) + " " + ax.get_title()
+
+
+@pytest.mark.parametrize("chip", ["H100", "B200", "A100"])
+def test_gpu_chip_figure_from_catalogue(chip):
+    from scaling_lib import hardware
+    g = hardware.get(chip)
+    ax = G.gpu_chip_figure(chip)
+    sms = [p for p in ax.patches if matplotlib.colors.to_hex(p.get_facecolor()) == "#cfe3f3"]
+    assert len(sms) == g.n_sm
+    txt = _texts(ax)
+    assert f"{g.n_sm} 个 SM" in txt and f"共 {g.n_sm * g.subpartitions_per_sm} 个" in txt
+    assert f"{g.l2_bytes / 2e6:.0f} MB" in txt and f"{g.hbm_bytes / 1e9:.0f} GB" in txt
+
+
+def test_sm_figure_from_catalogue():
+    from scaling_lib import hardware
+    h = hardware.get("H100")
+    ax = G.sm_figure("H100")
+    txt = _texts(ax)
+    assert txt.count("Tensor\nCore") == h.subpartitions_per_sm == 4
+    assert txt.count("32 条 fp32 lane") == 4 and "128 个 CUDA 核心" in txt
+    assert txt.count("寄存器 64 KiB\n16,384 个 32 位") == 4            # 256 KiB / 4 subpartitions
+    assert "SMEM / L1 共 256 KB" in txt and "TMEM" not in txt
+    assert "TMEM 256 KiB" in _texts(G.sm_figure("B200"))                # Blackwell adds TMEM
+    assert "16 条 fp32 lane" in _texts(G.sm_figure("A100"))
+    with pytest.raises(ValueError, match="not a GPU"):
+        G.sm_figure("v5e")
+
+
+def test_nvswitch_links_and_node_figure():
+    from scaling_lib import hardware, topology
+    assert G.nvswitch_links("H100") == (5, 4, 4, 5)
+    assert G.nvswitch_links("B200") == (9, 9)
+    assert G.nvswitch_links("A100") == (2,) * 6
+    for chip in ("H100", "B200", "A100"):
+        g = hardware.get(chip)
+        per = G.nvswitch_links(chip)
+        assert sum(per) == g.nvlink_links and len(per) == g.nvswitches_per_node
+        assert max(per) - min(per) <= 1
+        assert g.nvlink_links * g.nvlink_link_bw_1way == pytest.approx(g.nvlink_bw_1way)
+    with pytest.raises(ValueError, match="NVSwitch"):
+        G.nvswitch_links("V100")
+    ax = G.nvlink_node_figure("H100")
+    node = topology.NvlinkNode("H100")
+    lines = ax.get_lines()
+    assert len(lines) == node.n_gpus * node.n_switches                # every GPU to every switch
+    assert sorted({round(ln.get_linewidth() / 0.4) for ln in lines}) == [4, 5]
+    txt = _texts(ax)
+    assert "用 40/64 口" in txt and "用 32/64 口" in txt
+    assert "5+4+4+5" in txt and "3.6e12 B/s" in txt and node.total_bw == 3.6e12
+
+
+# ---- SHARP -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("preset", ["h100-node-sharp", "b200-node"])
+def test_sharp_steps_match_collective_time(preset):
+    import dataclasses
+    from scaling_lib import topology
+    node = topology.get(preset)
+    N = node.n_gpus
+    steps = G.sharp_steps(node, V)
+    assert [s[1] for s in steps] == ["上行", "下行", "上行", "下行"]
+    assert [s[2] / V for s in steps] == pytest.approx([(N - 1) / N, 1 / N, 1 / N, (N - 1) / N])
+    up = sum(s[2] for s in steps if s[1] == "上行")
+    down = sum(s[2] for s in steps if s[1] == "下行")
+    assert up == pytest.approx(V) and down == pytest.approx(V)           # V out and V in per GPU
+    t_sharp = C.collective_time("all_reduce", V, dataclasses.replace(node, sharp=True))
+    assert max(up, down) / node.gpu_bw == pytest.approx(float(t_sharp.t_bandwidth))
+    t_ring = C.collective_time("all_reduce", V, dataclasses.replace(node, sharp=False))
+    assert float(t_ring.t_bandwidth) * node.gpu_bw == pytest.approx(2 * V * (N - 1) / N)
+    assert float(t_ring.t_bandwidth / t_sharp.t_bandwidth) == pytest.approx(float(C.sharp_speedup(N)))
+    gpu, sw = steps[0][3]
+    assert (sw == N - 1).all() and (np.diag(gpu) == 1).all() and gpu.sum() == N
+    gpu, sw = steps[2][3]
+    assert (np.diag(gpu) == N).all() and (sw == N).all()
+    assert (steps[-1][3][0] == N).all()                                   # everyone has every sum
+
+
+def test_sharp_figure_bars():
+    fig = G.sharp_figure("h100-node", 1e9)
+    bars = fig.axes[-1].patches
+    assert [round(b.get_width(), 6) for b in bars] == [1.75, 1.75, 1.0, 1.0]
+    titles = " ".join(ax.get_title() for ax in fig.axes)
+    assert "每颗 GPU 上行 875 MB" in titles and "每颗 GPU 下行 125 MB" in titles
+    with pytest.raises(ValueError, match="NVLink node"):
+        G.sharp_steps("v5e-4x4")
+
+
+# ---- pipelines in time --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("Z,M", [(2, 2), (4, 8), (3, 5), (4, 4)])
+def test_pipeline_events_reproduce_the_grid(kind, Z, M):
+    grid = training.pipeline_schedule(kind, Z, M)
+    ev = G.pipeline_events(kind, Z, M, t_fwd=1, t_bwd=1)
+    assert len(ev) == 2 * Z * M
+    for s, k, m, a, b in ev:
+        assert b - a == 1 and grid[s, int(a)] == (m + 1 if k == "F" else -(m + 1))
+    assert G.pipeline_idle(ev, Z) == pytest.approx((grid == 0).mean())
+
+
+@pytest.mark.parametrize("Z,M", [(2, 2), (4, 4), (4, 8)])
+def test_pipeline_events_gpipe_closed_forms(Z, M):
+    F, B, d, g = 1.0, 2.0, 0.5, 3.0
+    ev = G.pipeline_events("gpipe", Z, M, F, B)
+    end = max(e[4] for e in ev)
+    assert end == pytest.approx((M + Z - 1) * (F + B))
+    assert G.pipeline_idle(ev, Z) == pytest.approx(float(training.bubble_fraction(Z, M)))
+    ev = G.pipeline_events("gpipe", Z, M, F, B, t_transfer=d)
+    assert max(e[4] for e in ev) == pytest.approx((M + Z - 1) * (F + B) + 2 * (Z - 1) * d)
+    xs = [e for e in ev if e[1] in ("XF", "XB")]
+    assert len(xs) == 2 * (Z - 1) * M and all(e[4] - e[3] == d for e in xs)
+    ev = G.pipeline_events("gpipe", Z, M, F, B, t_allreduce=g)
+    last_b = {s: max(e[4] for e in ev if e[0] == s and e[1] == "B") for s in range(Z)}
+    gs = [e for e in ev if e[1] == "G"]
+    assert len(gs) == Z and all(e[3] == last_b[e[0]] and e[4] - e[3] == g for e in gs)
+    assert max(e[4] for e in ev) == pytest.approx((M + Z - 1) * (F + B) + g)   # stage 0 ends last
+
+
+def test_pipeline_timeline_figure():
+    ax = G.pipeline_timeline_figure("gpipe", 2, 2, t_allreduce=3)
+    ev = G.pipeline_events("gpipe", 2, 2, t_allreduce=3)
+    assert "一步 12 个单位" in ax.get_title()
+    assert f"计算空闲占 {G.pipeline_idle(ev, 2):.0%}" in ax.get_title()
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["B0", "B0", "B1", "B1", "F0", "F0", "F1", "F1", "G", "G"]
+    ax = G.pipeline_timeline_figure("1f1b", 4, 4, t_transfer=0.5)
+    reds = [p for p in ax.patches if matplotlib.colors.to_hex(p.get_facecolor()) == "#b2182b"]
+    assert len(reds) == 2 * 3 * 4
+    with pytest.raises(ValueError, match="t_fwd"):
+        G.pipeline_events("gpipe", 2, 2, t_fwd=0)
+
+
+def test_no_loopback_wording():
+    """GLOSSARY: wraparound is 环绕链路, never 环回 (it reads as a network loopback)."""
+    import inspect
+    assert "环回" not in inspect.getsource(G)
+    fig = G.collective_animation("all_gather", T.Torus((4, 4), (True, True), W))
+    assert [tr.name for tr in fig.data if tr.name and "链路" in tr.name] == ["链路", "环绕链路"]
+    assert "无环绕链路" in G.collective_animation("all_gather", T.Ring(4, W, wrap=False)).layout.title.text

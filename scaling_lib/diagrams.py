@@ -943,56 +943,88 @@ def parallelism_figure(kind: str, n: int = 4, batch_tokens: int = 4096, d_model:
 
 # ---- the Transformer block --------------------------------------------------------------------
 
-def transformer_block_figure(cfg, batch: int = 1, seq_len: int = 8192):
+def transformer_block_figure(cfg, batch: int = 1, seq_len: int = 8192, kv_len=None,
+                             weights="bf16", kv="bf16"):
     """One Transformer layer as a flow of named tensors with their shapes (B, T, D, N, K, H, F
     from ``cfg``) and each matmul's FLOPs per layer from ``TransformerConfig.flops_by_part``.
-    ``cfg``: a ``TransformerConfig`` or a preset name (``models.get``). Returns the Figure."""
+    ``cfg``: a ``TransformerConfig`` or a preset name (``models.get``). Returns the Figure.
+
+    ``kv_len`` (decode): the T = ``seq_len`` new tokens attend to ``kv_len`` cached ones (S), so
+    the scores are [B, N, T, S] and the attention FLOPs are those of T queries over S keys
+    (``attention_flops_per_token(S, causal=False)``); a third column gives the bytes each step
+    reads from HBM (weights in ``weights``, the KV cache [B, S, K, H] twice in ``kv``) and the
+    FLOPs per byte, which is what makes decode memory-bound."""
     import matplotlib.pyplot as plt
     from . import models
+    from .inference import bytes_per_elem
     from .plots import set_style
-    from .units import check_int, fmt_num
+    from .units import check_int, fmt_bytes, fmt_num
 
     set_style()
     if isinstance(cfg, str):
         cfg = models.get(cfg)
     check_int("batch", batch)
     check_int("seq_len", seq_len)
+    decode = kv_len is not None
+    S = check_int("kv_len", kv_len) if decode else seq_len
     B, T, D, N, K, H, F = batch, seq_len, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_ff
-    fl = cfg.flops_by_part(seq_len)
     pp = cfg.params_by_part()
-    tok = B * T / cfg.n_layers     # flops_by_part / params_by_part: per token, all layers
+    L = cfg.n_layers
+    tok = B * T / L                # flops_by_part / params_by_part: per token, all layers
+    if decode:
+        attn = float(cfg.attention_flops_per_token(S, causal=False)) * tok
+        mlp = cfg.flops_by_part(S)["mlp"] * tok
+    else:
+        fl = cfg.flops_by_part(seq_len)
+        attn, mlp = fl["attn_core"] * tok, fl["mlp"] * tok
     qkv = 2.0 * (pp["attn_q"] + pp["attn_k"] + pp["attn_v"]) * tok
     o_proj = 2.0 * pp["attn_o"] * tok
+    bw, bk = bytes_per_elem(weights), bytes_per_elem(kv)
+    up = 2 / 3 if cfg.gated_mlp else 0.5
+    mlp_w = pp["mlp"] / L
     steps = [
-        ("输入 x", f"[B,T,D] = [{B},{T},{D}]", None),
-        ("归一化", "[B,T,D]", None),
-        ("Q / K / V 投影", f"Q [B,T,N,H] = [.., {N},{H}]\nK,V [B,T,K,H] = [.., {K},{H}]", qkv),
-        ("注意力 softmax(QK^T)V", f"分数 [B,N,T,S] = [.., {N},{T},{T}]", fl["attn_core"] * tok),
-        ("输出投影 + 残差", f"[B,T,N·H] → [B,T,D] = [.., {D}]", o_proj),
-        ("归一化", "[B,T,D]", None),
+        ("输入 x", f"[B,T,D] = [{B},{T},{D}]", None, None),
+        ("归一化", "[B,T,D]", None, None),
+        ("Q / K / V 投影", f"Q [B,T,N,H] = [.., {N},{H}]\nK,V [B,T,K,H] = [.., {K},{H}]"
+         + ("\n追加进 KV 缓存" if decode else ""), qkv,
+         (pp["attn_q"] + pp["attn_k"] + pp["attn_v"]) / L * bw),
+        ("注意力 softmax(QK^T)V",
+         (f"缓存 K,V [B,S,K,H] = [.., {S},{K},{H}]\n分数 [B,N,T,S] = [.., {N},{T},{S}]" if decode
+          else f"分数 [B,N,T,S] = [.., {N},{T},{T}]"), attn, 2 * B * S * K * H * bk),
+        ("输出投影 + 残差", f"[B,T,N·H] → [B,T,D] = [.., {D}]", o_proj, pp["attn_o"] / L * bw),
+        ("归一化", "[B,T,D]", None, None),
         ("MLP 上投影" + ("（门控 ×2）" if cfg.gated_mlp else ""), f"[B,T,D]·[D,F] → [B,T,F] = [.., {F}]",
-         fl["mlp"] * tok * (2 / 3 if cfg.gated_mlp else 0.5)),
-        ("MLP 下投影 + 残差", f"[B,T,F]·[F,D] → [B,T,D]", fl["mlp"] * tok * (1 / 3 if cfg.gated_mlp else 0.5)),
+         mlp * up, mlp_w * up * bw),
+        ("MLP 下投影 + 残差", "[B,T,F]·[F,D] → [B,T,D]", mlp * (1 - up), mlp_w * (1 - up) * bw),
     ]
-    fig, ax = plt.subplots(figsize=(7.2, 0.62 * len(steps) + 0.8))
-    ax.set_xlim(0, 10)
+    fig, ax = plt.subplots(figsize=(9.2 if decode else 7.2, 0.62 * len(steps) + 0.8))
+    xmax = 12.6 if decode else 10
+    ax.set_xlim(0, xmax)
     ax.set_ylim(-len(steps), 0.6)
     ax.axis("off")
     colours = {"注": COLORS["accent"], "Q": COLORS["compute"], "输": COLORS["compute"],
                "M": COLORS["memory"], "归": COLORS["other"]}
-    for i, (name, shape, flops) in enumerate(steps):
+    for i, (name, shape, flops, nbytes) in enumerate(steps):
         y = -i
         col = colours.get(name[0], COLORS["other"])
         _box(ax, 0.2, y - 0.42, 3.2, 0.78, name, fc=_mix(col, 0.25), ec=col, fs=9, va="center")
         ax.text(3.6, y - 0.03, shape, va="center", fontsize=8)
         if flops:
             ax.text(9.8, y - 0.03, f"{fmt_num(flops)} FLOPs", va="center", ha="right", fontsize=8)
+        if flops and decode:
+            ax.text(xmax - 0.1, y - 0.03, f"读 {fmt_bytes(nbytes)}，{flops / nbytes:.3g} FLOPs/B",
+                    va="center", ha="right", fontsize=8)
         if i < len(steps) - 1:
             ax.annotate("", xy=(1.8, y - 0.6), xytext=(1.8, y - 0.42),
                         arrowprops={"arrowstyle": "->", "color": "#555555"})
     total = sum(s[2] for s in steps if s[2])
-    ax.set_title(f"{cfg.name} 的一层（B={B}，T={T}；右列：这一层前向的矩阵乘法 FLOPs，合计 {fmt_num(total)}）",
-                 fontsize=9)
+    if decode:
+        read = sum(s[3] for s in steps if s[3])
+        ax.set_title(f"{cfg.name} 的一层在解码（B={B}，T={T}，缓存 S={S}）：矩阵乘法 {fmt_num(total)} FLOPs，"
+                     f"读 HBM {fmt_bytes(read)}，{total / read:.3g} FLOPs/字节", fontsize=9)
+    else:
+        ax.set_title(f"{cfg.name} 的一层（B={B}，T={T}；右列：这一层前向的矩阵乘法 FLOPs，合计 {fmt_num(total)}）",
+                     fontsize=9)
     return fig
 
 
@@ -1830,10 +1862,10 @@ def pipeline_events(schedule="gpipe", n_stages: int = 2, n_micro: int = 2, t_fwd
 
 
 def pipeline_idle(events, n_stages: int) -> float:
-    """Share of stage time not spent computing (F or B) between 0 and the end of the last event:
+    """Share of stage time not spent computing (F, B or W) between 0 and the end of the last event:
     the bubble, plus AllReduce time that nothing overlaps."""
     total = max(e[4] for e in events)
-    busy = sum(e[4] - e[3] for e in events if e[1] in ("F", "B"))
+    busy = sum(e[4] - e[3] for e in events if e[1] in ("F", "B", "W"))
     return 1.0 - busy / (n_stages * total)
 
 
@@ -1849,14 +1881,23 @@ def pipeline_timeline_figure(schedule="gpipe", n_stages: int = 2, n_micro: int =
 
     set_style()
     ev = pipeline_events(schedule, n_stages, n_micro, t_fwd, t_bwd, t_transfer, t_allreduce)
-    Z = int(n_stages)
+    head = title or f"{str(schedule).upper()}：{int(n_stages)} 个阶段，{n_micro} 个微批次"
+    return _draw_pipeline_events(ax, ev, int(n_stages), head)
+
+
+def _draw_pipeline_events(ax, ev, Z: int, head: str):
+    """Draw ``pipeline_events`` / ``zero_bubble_events`` on ``ax`` (a new one if None)."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+
     total = max(e[4] for e in ev)
+    kinds = {e[1] for e in ev}
     if ax is None:
         _, ax = plt.subplots(figsize=(min(13, 2 + 0.45 * total), 0.8 + 0.75 * Z))
     for s in range(Z):
         ax.add_patch(mp.Rectangle((0, s + 0.15), total, 0.7, facecolor="#eeeeee",
                                   edgecolor="#cccccc", hatch="///", lw=0.5, zorder=0))
-    fc = {"F": COLORS["compute"], "B": COLORS["memory"], "G": COLORS["comms"]}
+    fc = {"F": COLORS["compute"], "B": COLORS["memory"], "W": COLORS["yellow"], "G": COLORS["comms"]}
     for s, kind, m, a, b in ev:
         if kind in ("XF", "XB"):
             y = s + 1.0 if kind == "XF" else float(s)      # the gap toward the receiving stage
@@ -1873,17 +1914,419 @@ def pipeline_timeline_figure(schedule="gpipe", n_stages: int = 2, n_micro: int =
     ax.set_xlabel("时间（单位：一个阶段的一次前向）")
     ax.grid(False)
     handles = [mp.Patch(facecolor=COLORS["compute"], label="F 前向（数字：微批次）"),
-               mp.Patch(facecolor=COLORS["memory"], label="B 反向"),
-               mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲")]
-    if t_allreduce:
+               mp.Patch(facecolor=COLORS["memory"],
+                        label="B 对输入的梯度" if "W" in kinds else "B 反向")]
+    if "W" in kinds:
+        handles.append(mp.Patch(facecolor=COLORS["yellow"], label="W 对权重的梯度"))
+    handles.append(mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲"))
+    if "G" in kinds:
         handles.append(mp.Patch(facecolor=COLORS["comms"], label="G 数据并行 AllReduce"))
-    if t_transfer:
+    if kinds & {"XF", "XB"}:
         handles.append(mp.Patch(facecolor=_TRANSFER_RED, label="阶段间传输"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    head = title or f"{str(schedule).upper()}：{Z} 个阶段，{n_micro} 个微批次"
     ax.set_title(f"{head}，一步 {total:.3g} 个单位，计算空闲占 {pipeline_idle(ev, Z):.0%}",
                  fontsize=10)
     return ax
 
 
-__all__ += ["pipeline_events", "pipeline_idle", "pipeline_timeline_figure"]
+def zero_bubble_order(n_stages: int, n_micro: int, stage: int) -> list:
+    """The order in which ``stage`` runs its passes in ZB-H1 (Qi et al. 2023, "Zero Bubble
+    Pipeline Parallelism"): ``[(kind, microbatch)]`` with kind "F" (forward), "B" (gradient with
+    respect to the stage's input: stage − 1 waits for it) and "W" (gradient with respect to the
+    weights: nobody waits for it).
+
+    Stage s starts with Z − s − 1 forwards, then s rounds of "F, B" (their W postponed), then
+    "F, B, W" while forwards remain, then "B, W", and ends with the s postponed W. Like 1F1B, at
+    most Z − s microbatches are between their F and their B on stage s; the postponed W fill
+    the bubbles at the end of the step."""
+    from .units import check_int
+
+    Z, M = check_int("n_stages", n_stages), check_int("n_micro", n_micro)
+    s = check_int("stage", stage, 0)
+    if s >= Z:
+        raise ValueError(f"stage must be < n_stages = {Z}, got {stage}")
+    out, f, b, w = [], 0, 0, 0
+    for _ in range(min(Z - s - 1, M)):
+        out.append(("F", f))
+        f += 1
+    for _ in range(s):
+        if f == M:
+            break
+        out += [("F", f), ("B", b)]
+        f, b = f + 1, b + 1
+    while f < M:
+        out += [("F", f), ("B", b), ("W", w)]
+        f, b, w = f + 1, b + 1, w + 1
+    while b < M:
+        out += [("B", b), ("W", w)]
+        b, w = b + 1, w + 1
+    out += [("W", m) for m in range(w, M)]
+    return out
+
+
+def zero_bubble_events(n_stages: int = 4, n_micro: int = 8, t_fwd=1.0, t_bgrad=1.0,
+                       t_wgrad=1.0) -> list:
+    """The ZB-H1 zero-bubble schedule in time, in the format of ``pipeline_events``:
+    ``[(stage, kind, microbatch, start, end)]``, kind "F", "B" or "W" (see ``zero_bubble_order``).
+
+    Each stage runs ``zero_bubble_order`` as early as the inputs allow: F(s, m) after F(s−1, m),
+    B(s, m) after F(s, m) and B(s+1, m), W(s, m) after B(s, m). Splitting the backward is the
+    whole trick: B travels down the pipeline without waiting for W, and the W fill the gaps.
+    For n_micro >= n_stages the step takes M(F + B + W) + (Z − 1)(F + B − W) (tested), against
+    1F1B's (M + Z − 1)(F + B + W): with F = B = W a third of the bubble.
+    """
+    from .units import check_nonneg
+
+    tf = float(check_nonneg("t_fwd", t_fwd, allow_array=False))
+    tb = float(check_nonneg("t_bgrad", t_bgrad, allow_array=False))
+    tw = float(check_nonneg("t_wgrad", t_wgrad, allow_array=False))
+    if tf <= 0 or tb <= 0 or tw <= 0:
+        raise ValueError(f"t_fwd, t_bgrad and t_wgrad must be > 0, got {t_fwd!r}, {t_bgrad!r}, "
+                         f"{t_wgrad!r}")
+    orders = [zero_bubble_order(n_stages, n_micro, s) for s in range(int(n_stages))]
+    Z = len(orders)
+    dur = {"F": tf, "B": tb, "W": tw}
+    pos, free, end, ev = [0] * Z, [0.0] * Z, {}, []
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(Z):
+            while pos[s] < len(orders[s]):
+                kind, m = orders[s][pos[s]]
+                deps = {"F": [("F", s - 1, m)] if s > 0 else [],
+                        "B": [("F", s, m)] + ([("B", s + 1, m)] if s < Z - 1 else []),
+                        "W": [("B", s, m)]}[kind]
+                if any(d not in end for d in deps):
+                    break
+                start = max([free[s]] + [end[d] for d in deps])
+                end[(kind, s, m)] = free[s] = start + dur[kind]
+                ev.append((s, kind, m, start, start + dur[kind]))
+                pos[s] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            raise AssertionError("zero-bubble schedule deadlocked")
+    return sorted(ev, key=lambda e: (e[3], e[0], e[1]))
+
+
+def zero_bubble_figure(n_stages: int = 4, n_micro: int = 8, t_fwd=1.0, t_bgrad=1.0, t_wgrad=1.0):
+    """1F1B above ZB-H1 below on the same time axis: ``pipeline_events("1f1b", …)`` with one
+    backward of t_bgrad + t_wgrad (the training model's 1F1B) and ``zero_bubble_events``. Titles:
+    the step time and the idle share. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+
+    set_style()
+    one = pipeline_events("1f1b", n_stages, n_micro, t_fwd, float(t_bgrad) + float(t_wgrad))
+    zb = zero_bubble_events(n_stages, n_micro, t_fwd, t_bgrad, t_wgrad)
+    Z = int(n_stages)
+    total = max(e[4] for e in one)
+    fig, axes = plt.subplots(2, 1, figsize=(min(13, 2.5 + 0.3 * total), 1.6 + 1.4 * Z),
+                             sharex=True)
+    _draw_pipeline_events(axes[0], one, Z, f"1F1B（反向不拆）：{Z} 个阶段，{n_micro} 个微批次")
+    _draw_pipeline_events(axes[1], zb, Z, "ZB-H1（反向拆成 B 和 W，W 去填气泡）")
+    axes[0].set_xlabel("")
+    axes[1].set_xlim(0, total)
+    return fig
+
+
+__all__ += ["pipeline_events", "pipeline_idle", "pipeline_timeline_figure", "zero_bubble_order",
+            "zero_bubble_events",
+            "zero_bubble_figure"]
+
+
+# ---- inference: what the KV-cache tricks and the serving tricks look like (chapter 7) ----------------
+
+def kv_head_of(n_heads: int, n_kv_heads: int) -> list:
+    """Which KV head each query head reads: query head n uses KV head n // G, G = N / K (the
+    grouping of ``kv_decode.decode_block``, which reshapes the N query heads to [K, G])."""
+    from .units import check_int
+
+    N, K = check_int("n_heads", n_heads), check_int("n_kv_heads", n_kv_heads)
+    if N % K:
+        raise ValueError(f"n_kv_heads must divide n_heads: {N} query heads, {K} KV heads")
+    return [n // (N // K) for n in range(N)]
+
+
+def head_sharing_figure(n_heads: int = 8, kv_heads=(8, 2, 1), head_dim: int = 128,
+                        context: int = 8192, kv="bf16"):
+    """MHA, GQA and MQA side by side: the N query heads on top, the K KV heads below, a line from
+    every query head to the KV head it reads (``kv_head_of``). Under each panel: the KV cache per
+    token per layer, 2·K·H·b_kv (the per-layer share of ``inference.kv_bytes_per_token``), and
+    the decode attention intensity over ``context`` cached tokens,
+    ``inference.attention_intensity(context, 1, G)``. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from . import inference as inf
+    from .plots import set_style
+    from .units import check_int, fmt_bytes
+
+    set_style()
+    N, H = check_int("n_heads", n_heads), check_int("head_dim", head_dim)
+    if N > 32:
+        raise ValueError(f"n_heads must be <= 32 for a readable picture, got {n_heads}")
+    kvs = [check_int("kv_heads", k) for k in kv_heads]
+    if not kvs:
+        raise ValueError("kv_heads must name at least one KV-head count")
+    b = inf.bytes_per_elem(kv)
+    fig, axes = plt.subplots(1, len(kvs), figsize=(3.6 * len(kvs), 3.0), squeeze=False)
+    for ax, K in zip(axes[0], kvs):
+        owner = kv_head_of(N, K)
+        G = N // K
+        cols = palette(K) if K <= 8 else [palette(8)[k % 8] for k in range(K)]
+        qx = np.linspace(0.5, 9.5, N)
+        kx = [float(np.mean([qx[n] for n in range(N) if owner[n] == k])) for k in range(K)]
+        for n in range(N):
+            ax.plot([qx[n], kx[owner[n]]], [2.0, 0.75], color=cols[owner[n]], lw=1.2, zorder=1)
+        w = min(0.8, 9.0 / N)
+        for n in range(N):
+            _box(ax, qx[n] - w / 2, 2.0, w, 0.5, f"Q{n}" if N <= 16 else "",
+                 fc=_mix(cols[owner[n]], 0.35), ec=cols[owner[n]], fs=6.5, va="center")
+        wk = min(1.6, 9.0 / K - 0.2)
+        for k in range(K):
+            _box(ax, kx[k] - wk / 2, 0.15, wk, 0.6, "K,V" if K > 4 else f"K{k}, V{k}",
+                 fc=cols[k], ec="#333333", fs=6.5, va="center")
+        name = "MHA" if K == N else ("MQA" if K == 1 else "GQA")
+        per_tok = 2 * K * H * b
+        ax.set_title(f"{name}：N = {N} 个查询头，K = {K} 个 KV 头（G = {G}）", fontsize=9)
+        ax.text(5, -0.35, f"每层每 token 的 KV：2·K·H·b = {fmt_bytes(per_tok)}\n"
+                f"解码注意力强度 ≈ {float(inf.attention_intensity(context, 1, G)):.1f} FLOPs/字节",
+                ha="center", va="top", fontsize=8)
+        ax.set_xlim(0, 10)
+        ax.set_ylim(-1.3, 2.7)
+        ax.axis("off")
+    return fig
+
+
+def cross_layer_kv_figure(model="LLaMA-3-8B", share: int = 2, seq_len: int = 8192, kv="bf16"):
+    """Cross-layer KV sharing: the model's layers in a row, the caches below, a line from every
+    layer to the cache it reads (layer l reads cache l // ``share``), without sharing on top and
+    with it below. The titles give, per sequence of ``seq_len`` tokens, the cache size (fewer
+    caches) and the bytes read from HBM per decode step (unchanged: every layer still reads a
+    whole layer's cache), from ``inference.kv_bytes_per_seq``. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from . import inference as inf
+    from .plots import set_style
+    from .units import check_int, fmt_bytes
+
+    set_style()
+    m = inf.served_model(model)
+    L = m.n_layers
+    r = check_int("share", share)
+    if not 1 < r <= L:
+        raise ValueError(f"share must be in 2..{L} (layers per shared cache), got {share}")
+    if L > 128:
+        raise ValueError(f"{m.name} has {L} layers; draw models of up to 128 layers")
+    per_layer = float(inf.kv_bytes_per_seq(m, seq_len, kv)) / L
+    fig, axes = plt.subplots(2, 1, figsize=(10, 3.6))
+    x = np.linspace(0.2, 9.8, L)
+    w = min(0.6, 9.0 / L)
+    for ax, k in zip(axes, (1, r)):
+        n_caches = -(-L // k)
+        for c in range(n_caches):
+            members = x[c * k:(c + 1) * k]
+            cx, cw = float(members.mean()), float(members[-1] - members[0]) + w
+            _box(ax, cx - cw / 2, 0.0, cw, 0.45, "", fc=_mix(COLORS["memory"], 0.5),
+                 ec=COLORS["memory"], lw=0.8)
+            for xl in members:
+                ax.plot([xl, cx], [0.95, 0.45], color=COLORS["memory"], lw=0.7, zorder=1)
+        for l, xl in enumerate(x):
+            _box(ax, xl - w / 2, 0.95, w, 0.45, "", fc=_mix(COLORS["compute"], 0.4),
+                 ec=COLORS["compute"], lw=0.6)
+        head = "不共享：每层一份缓存" if k == 1 else f"每 {k} 层共享一份缓存"
+        ax.set_title(f"{m.name}，{L} 层（上：层，下：KV 缓存）。{head}：{n_caches} 份，每序列 "
+                     f"{fmt_bytes(n_caches * per_layer)}；每个解码步读 HBM {fmt_bytes(L * per_layer)}",
+                     fontsize=9)
+        ax.set_xlim(0, 10)
+        ax.set_ylim(-0.1, 1.5)
+        ax.axis("off")
+    return fig
+
+
+def prefix_trie(prompts) -> dict:
+    """The prefix tree of ``prompts`` (lists of tokens, any hashable) as a prefix cache without
+    a capacity limit stores it: ``nodes`` (every distinct prefix, a tuple, in insertion order;
+    one node = one token's KV), ``count`` (prefix -> how many prompts pass through it) and
+    ``hits`` (per prompt, the length of the longest prefix already cached when it arrived: the
+    prefill tokens it skips). sum(hits) / total tokens is ``inference.prefix_saving(prompts)``
+    (tested)."""
+    if not isinstance(prompts, (list, tuple)) or not prompts:
+        raise ValueError("prompts must be a non-empty list of token lists")
+    nodes, count, hits = {}, {}, []
+    for p in prompts:
+        if not isinstance(p, (list, tuple)) or not p:
+            raise ValueError(f"each prompt must be a non-empty list of tokens, got {p!r}")
+        p = tuple(p)
+        hits.append(max([i for i in range(len(p) + 1) if p[:i] in nodes or i == 0]))
+        for i in range(1, len(p) + 1):
+            nodes.setdefault(p[:i], None)
+            count[p[:i]] = count.get(p[:i], 0) + 1
+    return {"nodes": list(nodes), "count": count, "hits": hits}
+
+
+def prefix_trie_figure(prompts, names=None):
+    """The prefix tree that a prefix cache builds from ``prompts`` (``prefix_trie``): one box per
+    cached token, left to right along each prompt, shared prefixes stored once and darker the
+    more prompts pass through them; each prompt's last token is labelled with how many of its
+    tokens were found in the cache when it arrived. The title gives the tokens stored, the
+    tokens sent and the prefill saved, ``inference.prefix_saving(prompts)``. Returns the axes."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from . import inference as inf
+    from .plots import set_style
+
+    set_style()
+    tr = prefix_trie(prompts)
+    nodes, count = tr["nodes"], tr["count"]
+    if len(nodes) > 80:
+        raise ValueError(f"the tree has {len(nodes)} nodes; draw at most 80")
+    names = list(names) if names is not None else [f"请求 {i + 1}" for i in range(len(prompts))]
+    if len(names) != len(prompts):
+        raise ValueError(f"names must have one entry per prompt ({len(prompts)}), got {len(names)}")
+    children = {}
+    for nd in nodes:
+        children.setdefault(nd[:-1], []).append(nd)
+    y, row = {}, [0]
+
+    def place(nd):                                 # leaves get consecutive rows, parents the mean
+        kids = children.get(nd, [])
+        if not kids:
+            y[nd] = row[0]
+            row[0] += 1
+        else:
+            for c in kids:
+                place(c)
+            y[nd] = float(np.mean([y[c] for c in kids]))
+    for root in children.get((), []):
+        place(root)
+    ends = {}
+    for i, p in enumerate(prompts):
+        ends.setdefault(tuple(p), []).append(i)
+    depth = max(len(nd) for nd in nodes)
+    n_rows = max(row[0], 1)
+    fig_w = min(12, 1.6 + 1.25 * depth + 1.8)
+    _, ax = plt.subplots(figsize=(fig_w, 0.55 * n_rows + 1.2))
+    top = max(count.values())
+    for nd in nodes:
+        if len(nd) > 1:
+            par = nd[:-1]
+            ax.plot([len(par) - 0.5 + 0.45, len(nd) - 1 - 0.05], [y[par], y[nd]], color="#888888",
+                    lw=0.8, zorder=1)
+    for nd in nodes:
+        f = 0.25 + 0.75 * (count[nd] - 1) / max(top - 1, 1)
+        col = COLORS["compute"]
+        ax.add_patch(mp.FancyBboxPatch(
+            (len(nd) - 1 - 0.05, y[nd] - 0.3), 0.95, 0.6, boxstyle="round,pad=0.02",
+            facecolor=_mix(col, f), edgecolor=col, lw=0.8, zorder=2))
+        ax.text(len(nd) - 0.575, y[nd], str(nd[-1]), ha="center", va="center", fontsize=8,
+                color="white" if f > 0.6 else "#222222", zorder=3)
+    for p_tuple, idx in ends.items():
+        lab = "；".join(f"{names[i]}：命中 {tr['hits'][i]}/{len(p_tuple)}" for i in idx)
+        if children.get(p_tuple):                  # it ends inside a longer prompt: label above
+            ax.text(len(p_tuple) - 0.575, y[p_tuple] - 0.38, lab, ha="center", va="bottom",
+                    fontsize=7)
+        else:
+            ax.text(len(p_tuple) - 0.0, y[p_tuple], lab, va="center", fontsize=8)
+    total = sum(len(p) for p in prompts)
+    saved = float(inf.prefix_saving([list(p) for p in prompts]))
+    ax.set_title(f"前缀树：{len(nodes)} 个节点存下 {len(prompts)} 个请求（共 {total} 个 token）的 KV，"
+                 f"按先后到达省掉 {saved:.0%} 的预填充", fontsize=9)
+    ax.set_xlim(-0.3, depth + 2.6)
+    ax.set_ylim(n_rows - 0.4, -0.6)
+    ax.axis("off")
+    return ax
+
+
+def speculative_rounds(accepted, gamma: int, n_new=None) -> list:
+    """The rounds of greedy speculative decoding from the accepted-draft counts per target pass
+    (``kv_decode.generate_speculative(...)["accepted"]``): ``[(k, cells)]`` where ``cells`` is
+    the γ draft positions marked "accept" (the first k), "reject" (position k when k < γ) or
+    "discard" (after the rejection), followed by one "target" token (the target's correction,
+    or its bonus token when all γ were accepted). Each round emits k + 1 tokens; with ``n_new``
+    the last round's surplus is cut off as the generator does."""
+    from .units import check_int
+
+    g = check_int("gamma", gamma)
+    acc = [int(a) for a in np.asarray(accepted).ravel()]
+    if not acc or any(a < 0 or a > g for a in acc):
+        raise ValueError(f"accepted must be a non-empty list of counts in 0..{g}, got {accepted!r}")
+    rounds = []
+    for k in acc:
+        cells = ["accept"] * k + (["reject"] + ["discard"] * (g - k - 1) if k < g else [])
+        rounds.append((k, cells + ["target"]))
+    if n_new is not None:
+        n = check_int("n_new", n_new)
+        if sum(k + 1 for k in acc) < n or sum(k + 1 for k in acc[:-1]) >= n:
+            raise ValueError(f"{len(acc)} rounds emitting {sum(k + 1 for k in acc)} tokens do not "
+                             f"match n_new = {n}")
+    return rounds
+
+
+def speculative_figure(spec, gamma: int, n_new=None, t_draft=0.05, t_verify=1.0):
+    """Speculative decoding, draft and verify. ``spec``: the dict of
+    ``kv_decode.generate_speculative`` (its ``accepted``) or the accepted counts themselves.
+
+    Top: one row per target pass — the γ drafted tokens (accepted green, the first rejected red,
+    the rest grey) and the target's own token (purple). Bottom: tokens emitted against time,
+    each round γ draft steps of ``t_draft`` then one verification of ``t_verify`` (units of one
+    target decode step), beside plain decoding's one token per step. The title: tokens per pass
+    and the time per token, (γ·t_draft + t_verify)·passes / tokens. Returns the Figure."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from .plots import set_style
+    from .units import check_nonneg, check_positive
+
+    set_style()
+    acc = spec["accepted"] if isinstance(spec, dict) else spec
+    if isinstance(spec, dict) and n_new is None:
+        n_new = len(spec["tokens"])
+    rounds = speculative_rounds(acc, gamma, n_new)
+    td = float(check_nonneg("t_draft", t_draft, allow_array=False))
+    tv = float(check_positive("t_verify", t_verify, allow_array=False))
+    g = int(gamma)
+    if len(rounds) > 30:
+        raise ValueError(f"{len(rounds)} rounds; draw at most 30")
+    emitted = sum(k + 1 for k, _ in rounds)
+    n_tok = n_new if n_new is not None else emitted
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 0.32 * len(rounds) + 3.4),
+                                  gridspec_kw={"height_ratios": [max(len(rounds), 3) * 0.32, 2.2]})
+    fc = {"accept": COLORS["comms"], "reject": "#B2182B", "discard": "#cccccc",
+          "target": COLORS["accent"]}
+    for r, (k, cells) in enumerate(rounds):
+        for j, c in enumerate(cells):
+            ax.add_patch(mp.Rectangle((j, r + 0.1), 0.9, 0.8, facecolor=fc[c], edgecolor="white"))
+        ax.text(g + 1.2, r + 0.5, f"接受 {k}，产出 {k + 1}", va="center", fontsize=8)
+    ax.set_xlim(0, g + 3.2)
+    ax.set_ylim(len(rounds), 0)
+    ax.set_yticks(np.arange(len(rounds)) + 0.5, [f"第 {r + 1} 次" for r in range(len(rounds))],
+                  fontsize=7)
+    ax.set_xticks(np.arange(g + 1) + 0.45, [f"草稿 {j + 1}" for j in range(g)] + ["目标"],
+                  fontsize=7)
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    ax.legend(handles=[mp.Patch(facecolor=fc["accept"], label="草稿被接受"),
+                       mp.Patch(facecolor=fc["reject"], label="第一个不一致"),
+                       mp.Patch(facecolor=fc["discard"], label="随之作废"),
+                       mp.Patch(facecolor=fc["target"], label="目标模型自己的 token")],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    t, done, ts, ys = 0.0, 0, [0.0], [0]
+    for k, _ in rounds:
+        t += g * td + tv
+        done = min(done + k + 1, n_tok)
+        ts += [t, t]
+        ys += [ys[-1], done]
+    ax2.plot(ts, ys, color=COLORS["accent"], label=f"投机解码（γ = {g}）", drawstyle="default")
+    steps = np.arange(n_tok + 1) * tv
+    ax2.step(steps, np.arange(n_tok + 1), where="post", color="#555555", label="普通解码：每步 1 个")
+    ax2.set_xlabel("时间（单位：目标模型的一个解码步）")
+    ax2.set_ylabel("已生成 token")
+    ax2.legend(fontsize=8, loc="upper left")
+    per_tok = t / n_tok
+    fig.suptitle(f"{len(rounds)} 次目标前向产出 {n_tok} 个 token（平均 {n_tok / len(rounds):.2f} 个/次），"
+                 f"每个 token 约 {per_tok:.2f} 个目标步", fontsize=10)
+    return fig
+
+
+__all__ += ["kv_head_of", "head_sharing_figure", "cross_layer_kv_figure", "prefix_trie",
+            "prefix_trie_figure", "speculative_rounds", "speculative_figure"]

@@ -729,3 +729,196 @@ def test_no_loopback_wording():
     fig = G.collective_animation("all_gather", T.Torus((4, 4), (True, True), W))
     assert [tr.name for tr in fig.data if tr.name and "链路" in tr.name] == ["链路", "环绕链路"]
     assert "无环绕链路" in G.collective_animation("all_gather", T.Ring(4, W, wrap=False)).layout.title.text
+
+
+# ---- zero-bubble pipeline (ZB-H1) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("Z,M", [(2, 2), (3, 5), (4, 4), (4, 8), (8, 16)])
+@pytest.mark.parametrize("F,B,W", [(1.0, 1.0, 1.0), (1.0, 1.5, 0.5), (2.0, 1.0, 1.0)])
+def test_zero_bubble_step_time_and_order(Z, M, F, B, W):
+    ev = G.zero_bubble_events(Z, M, F, B, W)
+    assert len(ev) == 3 * Z * M
+    at = {(k, s, m): (a, b) for s, k, m, a, b in ev}
+    for s in range(Z):
+        for m in range(M):
+            assert at["B", s, m][0] >= at["F", s, m][1] and at["W", s, m][0] >= at["B", s, m][1]
+            if s > 0:
+                assert at["F", s, m][0] >= at["F", s - 1, m][1]
+            if s < Z - 1:
+                assert at["B", s, m][0] >= at["B", s + 1, m][1]
+        mine = sorted((a, b) for (k, ss, m), (a, b) in at.items() if ss == s)
+        assert all(x[1] <= y[0] + 1e-12 for x, y in zip(mine, mine[1:]))       # one pass at a time
+        # memory: at most Z - s microbatches between their F and their B, as in 1F1B
+        live = peak = 0
+        for s_, k, m, a, b in sorted((e for e in ev if e[0] == s), key=lambda e: e[3]):
+            live += (k == "F") - (k == "B")
+            peak = max(peak, live)
+        assert peak <= Z - s
+    step = max(e[4] for e in ev)
+    assert step == pytest.approx(M * (F + B + W) + (Z - 1) * (F + B - W))     # ZB-H1's formula
+    one = G.pipeline_events("1f1b", Z, M, F, B + W)
+    assert max(e[4] for e in one) == pytest.approx((M + Z - 1) * (F + B + W))
+    idle_zb = Z * step - Z * M * (F + B + W)
+    idle_1f1b = Z * (M + Z - 1) * (F + B + W) - Z * M * (F + B + W)
+    if F == B == W:
+        assert idle_zb == pytest.approx(idle_1f1b / 3)                         # a third of the bubble
+    assert G.pipeline_idle(ev, Z) == pytest.approx(idle_zb / (Z * step))
+
+
+def test_zero_bubble_order_and_figure():
+    assert G.zero_bubble_order(4, 6, 0)[:4] == [("F", 0), ("F", 1), ("F", 2), ("F", 3)]
+    o3 = G.zero_bubble_order(4, 6, 3)                  # last stage: F, B pairs first, Ws at the end
+    assert o3[:6] == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
+    assert o3[-3:] == [("W", 3), ("W", 4), ("W", 5)]
+    for s in range(4):
+        o = G.zero_bubble_order(4, 6, s)
+        assert sorted(o) == sorted((k, m) for k in "FBW" for m in range(6))
+    fig = G.zero_bubble_figure(4, 8)
+    t1, t2 = (ax.get_title() for ax in fig.axes[:2])
+    assert "一步 33 个单位" in t1 and "一步 27 个单位" in t2
+    idle = G.pipeline_idle(G.zero_bubble_events(4, 8), 4)
+    assert f"计算空闲占 {idle:.0%}" in t2
+    labels = [t.get_text() for t in fig.axes[1].texts]
+    assert sum(x.startswith("W") for x in labels) == 32 and sum(x.startswith("B") for x in labels) == 32
+    with pytest.raises(ValueError, match="stage"):
+        G.zero_bubble_order(4, 6, 4)
+    with pytest.raises(ValueError, match="t_wgrad"):
+        G.zero_bubble_events(2, 2, 1, 1, 0)
+
+
+# ---- chapter 7: GQA/MQA, cross-layer KV, prefix trie, speculative decoding, decode shapes ---------
+
+def test_kv_head_of_matches_decode_block_grouping():
+    import jax.numpy as jnp
+    N, K, H = 8, 2, 1
+    # the reshape in kv_decode.decode_block: query head n lands in KV group n // (N // K)
+    q = jnp.arange(N, dtype=jnp.float32).reshape(1, N, H).reshape(1, K, N // K, H)
+    groups = [int(k) for n in range(N) for k in range(K) if n in np.asarray(q[0, k, :, 0])]
+    assert G.kv_head_of(N, K) == groups == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert G.kv_head_of(8, 8) == list(range(8)) and G.kv_head_of(8, 1) == [0] * 8
+    with pytest.raises(ValueError, match="divide"):
+        G.kv_head_of(8, 3)
+
+
+def test_head_sharing_figure():
+    from scaling_lib import inference
+    fig = G.head_sharing_figure(8, (8, 2, 1), head_dim=128, context=8192)
+    for ax, K in zip(fig.axes, (8, 2, 1)):
+        lines = ax.get_lines()
+        assert len(lines) == 8                                          # one per query head
+        owner = G.kv_head_of(8, K)
+        kv_x = {}
+        for n, ln in enumerate(lines):
+            (x0, x1), (y0, y1) = ln.get_xdata(), ln.get_ydata()
+            assert y0 > y1
+            kv_x.setdefault(owner[n], set()).add(round(x1, 9))
+        assert len(kv_x) == K and all(len(v) == 1 for v in kv_x.values())  # a group meets at its KV head
+        txt = _texts(ax)
+        from scaling_lib.units import fmt_bytes
+        assert f"2·K·H·b = {fmt_bytes(2 * K * 128 * 2)}" in txt
+        assert f"≈ {float(inference.attention_intensity(8192, 1, 8 // K)):.1f} FLOPs/字节" in txt
+    assert "MHA" in fig.axes[0].get_title() and "GQA" in fig.axes[1].get_title()
+    assert "MQA" in fig.axes[2].get_title()
+
+
+def test_cross_layer_kv_figure():
+    from scaling_lib import inference
+    from scaling_lib.units import fmt_bytes
+    fig = G.cross_layer_kv_figure("LLaMA-3-8B", share=4, seq_len=8192)
+    L = inference.served_model("LLaMA-3-8B").n_layers
+    full = float(inference.kv_bytes_per_seq("LLaMA-3-8B", 8192))
+    top, bot = fig.axes
+    assert len(top.get_lines()) == len(bot.get_lines()) == L               # every layer reads a cache
+    assert len({round(ln.get_xdata()[1], 9) for ln in bot.get_lines()}) == L // 4
+    assert f"{L} 份，每序列 {fmt_bytes(full)}" in top.get_title()
+    assert f"{L // 4} 份，每序列 {fmt_bytes(full / 4)}" in bot.get_title()
+    assert top.get_title().endswith(f"读 HBM {fmt_bytes(full)}") and bot.get_title().endswith(f"读 HBM {fmt_bytes(full)}")
+    with pytest.raises(ValueError, match="share"):
+        G.cross_layer_kv_figure("LLaMA-3-8B", share=1)
+
+
+PROMPTS = [["系统", "你", "好"], ["系统", "你", "是", "谁"], ["系统", "今天", "天气"],
+           ["系统", "你", "是", "谁", "？", "我"], ["系统", "今天", "几号"]]
+
+
+def test_prefix_trie_matches_prefix_saving():
+    from scaling_lib import inference
+    tr = G.prefix_trie(PROMPTS)
+    assert tr["hits"] == [0, 2, 1, 4, 2]
+    assert len(tr["nodes"]) == len({tuple(p[:i]) for p in PROMPTS for i in range(1, len(p) + 1)}) == 10
+    assert tr["count"][("系统",)] == 5 and tr["count"][("系统", "你")] == 3
+    total = sum(map(len, PROMPTS))
+    assert sum(tr["hits"]) / total == pytest.approx(inference.prefix_saving(PROMPTS))
+    rng = np.random.default_rng(0)
+    ps = [list(rng.integers(0, 3, rng.integers(1, 7))) for _ in range(30)]
+    assert sum(G.prefix_trie(ps)["hits"]) / sum(map(len, ps)) == pytest.approx(inference.prefix_saving(ps))
+    ax = G.prefix_trie_figure(PROMPTS)
+    assert len(ax.patches) == 10                                            # shared prefixes once
+    assert "10 个节点存下 5 个请求（共 19 个 token）" in ax.get_title()
+    assert f"省掉 {9 / 19:.0%}" in ax.get_title()
+    txt = _texts(ax)
+    assert "请求 4：命中 4/6" in txt and "请求 1：命中 0/3" in txt
+    with pytest.raises(ValueError, match="names"):
+        G.prefix_trie_figure(PROMPTS, names=["a"])
+
+
+def test_speculative_rounds_and_figure():
+    rounds = G.speculative_rounds([4, 2, 0], 4)
+    assert [c for _, c in rounds] == [
+        ["accept"] * 4 + ["target"],
+        ["accept", "accept", "reject", "discard", "target"],
+        ["reject", "discard", "discard", "discard", "target"]]
+    assert sum(k + 1 for k, _ in rounds) == 9
+    with pytest.raises(ValueError, match="n_new"):
+        G.speculative_rounds([4, 2, 0], 4, n_new=20)
+    with pytest.raises(ValueError, match="accepted"):
+        G.speculative_rounds([5], 4)
+    spec = {"accepted": np.array([4, 2, 0, 3, 4, 1]), "tokens": np.arange(19)}   # 20 emitted, 1 cut
+    fig = G.speculative_figure(spec, 4, t_draft=0.05, t_verify=1.0)
+    ax, ax2 = fig.axes[:2]
+    cols = [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches]
+    acc = spec["accepted"]
+    assert cols.count("#009e73") == acc.sum()                               # accepted drafts
+    assert cols.count("#b2182b") == int(np.sum(acc < 4))                    # one rejection per short round
+    assert cols.count("#cc79a7") == len(acc)                                # one target token per pass
+    t_end = len(acc) * (4 * 0.05 + 1.0)
+    x, y = ax2.get_lines()[0].get_data()
+    assert x[-1] == pytest.approx(t_end) and y[-1] == 19
+    assert f"每个 token 约 {t_end / 19:.2f} 个目标步" in fig._suptitle.get_text()
+    assert f"平均 {19 / 6:.2f} 个/次" in fig._suptitle.get_text()
+    plain = ax2.get_lines()[1].get_data()
+    assert plain[0][-1] == pytest.approx(19.0) and plain[1][-1] == 19        # one token per step
+
+
+def test_speculative_figure_from_a_real_run():
+    import jax
+    from scaling_lib import jax_model, kv_decode
+    cfg = kv_decode.tiny_config(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=64, vocab=50)
+    params = jax_model.init_params(cfg, jax.random.PRNGKey(0))
+    draft = kv_decode.perturbed_params(params, 0.3)
+    spec = kv_decode.generate_speculative(params, draft, np.array([[1, 2, 3]]), cfg, 10, gamma=3)
+    fig = G.speculative_figure(spec, 3)
+    assert fig.axes[1].get_lines()[0].get_data()[1][-1] == 10
+    assert f"{spec['passes']} 次目标前向产出 10 个 token" in fig._suptitle.get_text()
+    cols = [matplotlib.colors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches]
+    assert cols.count("#009e73") == int(spec["accepted"].sum())
+
+
+def test_transformer_block_at_decode():
+    from scaling_lib import inference, models
+    from scaling_lib.units import fmt_bytes, fmt_num
+    cfg = models.get("LLaMA-3-8B")
+    fig = G.transformer_block_figure(cfg, batch=2, seq_len=1, kv_len=2048)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    attn = float(cfg.attention_flops_per_token(2048, causal=False)) * 2 / cfg.n_layers
+    kv_read = 2 * 2 * 2048 * cfg.n_kv_heads * cfg.d_head * 2
+    assert f"{fmt_num(attn)} FLOPs" in texts
+    G_ = cfg.n_heads // cfg.n_kv_heads
+    line = next(t for t in texts if t.startswith(f"读 {fmt_bytes(kv_read)}"))
+    assert float(line.split("，")[1].split()[0]) == pytest.approx(
+        float(inference.attention_intensity(2048, 1, G_)), rel=2e-3)        # ≈ G: memory-bound
+    w_line = [t for t in texts if t.startswith("读 ") and t != line]
+    assert len(w_line) == 4 and all(float(t.split("，")[1].split()[0]) == pytest.approx(2, rel=1e-3)
+                                    for t in w_line)                        # weights: B FLOPs per byte
+    assert "[.., 1024" not in " ".join(texts) and "[.., 32,1,2048]" in " ".join(texts)
+    assert "缓存 S=2048" in fig.axes[0].get_title()

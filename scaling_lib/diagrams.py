@@ -2209,28 +2209,28 @@ def prefix_trie_figure(prompts, names=None):
     for nd in nodes:
         if len(nd) > 1:
             par = nd[:-1]
-            ax.plot([len(par) - 0.5 + 0.45, len(nd) - 1 - 0.05], [y[par], y[nd]], color="#888888",
+            ax.plot([len(par) - 0.3, len(nd) - 1.0], [y[par], y[nd]], color="#888888",
                     lw=0.8, zorder=1)
     for nd in nodes:
         f = 0.25 + 0.75 * (count[nd] - 1) / max(top - 1, 1)
         col = COLORS["compute"]
         ax.add_patch(mp.FancyBboxPatch(
-            (len(nd) - 1 - 0.05, y[nd] - 0.3), 0.95, 0.6, boxstyle="round,pad=0.02",
+            (len(nd) - 1.0, y[nd] - 0.3), 0.7, 0.6, boxstyle="round,pad=0.02",
             facecolor=_mix(col, f), edgecolor=col, lw=0.8, zorder=2))
-        ax.text(len(nd) - 0.575, y[nd], str(nd[-1]), ha="center", va="center", fontsize=8,
+        ax.text(len(nd) - 0.65, y[nd], str(nd[-1]), ha="center", va="center", fontsize=8,
                 color="white" if f > 0.6 else "#222222", zorder=3)
     for p_tuple, idx in ends.items():
         lab = "；".join(f"{names[i]}：命中 {tr['hits'][i]}/{len(p_tuple)}" for i in idx)
         if children.get(p_tuple):                  # it ends inside a longer prompt: label above
-            ax.text(len(p_tuple) - 0.575, y[p_tuple] - 0.38, lab, ha="center", va="bottom",
+            ax.text(len(p_tuple) - 0.65, y[p_tuple] - 0.38, lab, ha="center", va="bottom",
                     fontsize=7)
         else:
-            ax.text(len(p_tuple) - 0.0, y[p_tuple], lab, va="center", fontsize=8)
+            ax.text(len(p_tuple) - 0.2, y[p_tuple], lab, va="center", fontsize=8)
     total = sum(len(p) for p in prompts)
     saved = float(inf.prefix_saving([list(p) for p in prompts]))
     ax.set_title(f"前缀树：{len(nodes)} 个节点存下 {len(prompts)} 个请求（共 {total} 个 token）的 KV，"
                  f"按先后到达省掉 {saved:.0%} 的预填充", fontsize=9)
-    ax.set_xlim(-0.3, depth + 2.6)
+    ax.set_xlim(-0.3, depth + 1.9)
     ax.set_ylim(n_rows - 0.4, -0.6)
     ax.axis("off")
     return ax

@@ -1973,7 +1973,8 @@ def zero_bubble_events(n_stages: int = 4, n_micro: int = 8, t_fwd=1.0, t_bgrad=1
     B(s, m) after F(s, m) and B(s+1, m), W(s, m) after B(s, m). Splitting the backward is the
     whole trick: B travels down the pipeline without waiting for W, and the W fill the gaps.
     For n_micro >= n_stages the step takes M(F + B + W) + (Z − 1)(F + B − W) (tested), against
-    1F1B's (M + Z − 1)(F + B + W): with F = B = W a third of the bubble.
+    1F1B's (M + Z − 1)(F + B + W): with F = B = W a third of the bubble, the idle share
+    ``pipeline.bubble_fraction(Z, M, "zb")`` (tested).
     """
     from .units import check_nonneg
 

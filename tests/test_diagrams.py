@@ -762,6 +762,9 @@ def test_zero_bubble_step_time_and_order(Z, M, F, B, W):
     idle_1f1b = Z * (M + Z - 1) * (F + B + W) - Z * M * (F + B + W)
     if F == B == W:
         assert idle_zb == pytest.approx(idle_1f1b / 3)                         # a third of the bubble
+        from scaling_lib import pipeline
+        assert G.pipeline_idle(ev, Z) == pytest.approx(float(pipeline.bubble_fraction(Z, M, "zb")))
+        assert G.pipeline_idle(one, Z) == pytest.approx(float(pipeline.bubble_fraction(Z, M, "1f1b")))
     assert G.pipeline_idle(ev, Z) == pytest.approx(idle_zb / (Z * step))
 
 

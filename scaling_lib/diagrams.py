@@ -1590,7 +1590,7 @@ def sm_figure(chip="H100", ax=None):
         _box(ax, x + 0.1, y + 0.1, 2.2, 0.55,
              f"寄存器 {regs / KiB:.0f} KiB\n{int(regs // 4):,} 个 32 位", fc="#e6e6e6", ec="#777777",
              fs=6.5, va="center")
-    mem = f"SMEM / L1 共 {g.smem_bytes_per_sm / 1e3:.0f} KB"
+    mem = f"SMEM / L1 共 {g.smem_bytes_per_sm / KiB:.0f} KiB"
     if g.tmem_bytes_per_sm:
         mem += f"；TMEM {g.tmem_bytes_per_sm / KiB:.0f} KiB"
     _box(ax, 0, 0.0, 5.0, 0.9, mem, fc="#d7ecd9", ec="#4d7a55", fs=8, va="center")

@@ -611,7 +611,8 @@ def test_sm_figure_from_catalogue():
     assert txt.count("Tensor\nCore") == h.subpartitions_per_sm == 4
     assert txt.count("32 条 fp32 lane") == 4 and "128 个 CUDA 核心" in txt
     assert txt.count("寄存器 64 KiB\n16,384 个 32 位") == 4            # 256 KiB / 4 subpartitions
-    assert "SMEM / L1 共 256 KB" in txt and "TMEM" not in txt
+    assert f"SMEM / L1 共 {h.smem_bytes_per_sm / 1024:.0f} KiB" == "SMEM / L1 共 256 KiB" and "SMEM / L1 共 256 KiB" in txt
+    assert "TMEM" not in txt
     assert "TMEM 256 KiB" in _texts(G.sm_figure("B200"))                # Blackwell adds TMEM
     assert "16 条 fp32 lane" in _texts(G.sm_figure("A100"))
     with pytest.raises(ValueError, match="not a GPU"):

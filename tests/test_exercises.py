@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 2, 3, 4, 5, 6, 7, 9}
+REWORKED = {1, 2, 3, 4, 5, 6, 7, 8, 9}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -381,6 +381,16 @@ PINS: list = [
     ("6.10b", "A", 0, "both levels compute-bound"),
     ("6.12b", 4 * (1.97e14 / 9e10) ** 2 / 28672, 1e-9, "4 alpha^2 / F with M_X M_Y = 1"),
     ("6.14b", "A", 0, "chip-hours do not depend on the chip count"),
+    # chapter 8 (LLaMA 3 70B, P = 70e9, on TPU v6e)
+    ("8.2", (70e9 + 64 * 8192 * 163840) / 1e9, 1e-9, "P8.2 int8 weights and KV, B = 64, 8k"),
+    ("8.2b", "B", 0, "156 GB on 32 GB chips: 8"),
+    ("8.4", [575.0, 287.5, 575.0], 1e-9, "P8.4 on v6e"),
+    ("8.5", [8, 4, 4], 0, "P8.5 on 32 GB chips"),
+    ("8.5b", 57, 0, "floor(58e9 / (6144 * 163840))"),
+    ("8.6", [96e9 / 2.8e12 * 1e3, 96e9 / 2.8e12 * 512], 1e-9, "full HBM on v5p"),
+    ("8.10", 2 * 70e9 * 8192 / (8 * 9.2e14 * 0.4), 1e-9, "P8.10 on 8 v6e"),
+    ("8.11", [64 / 2048, 64 / 2048 * (8192 + 2048)], 1e-9, "P8.11"),
+    ("8.14b", "A", 0, "60 GB: 2x2"),
     # chapter 9 (B = 16, T = 2048, D = 6144, F = 24576 on 8 v2 cores)
     ("9.1", 2 * 16 * 2048 * 6144 * 24576 / (8 * 23e12), 1e-9, "P9.1 up-projection"),
     ("9.2", 2 * 4 * 2048 * 6144 / 1.2e11, 1e-9, "P9.2 ReduceScatter, one hop"),

@@ -15,7 +15,7 @@ import functools
 import numpy as np
 
 from .. import hardware, profiling
-from . import Exercise
+from . import Exercise, Slip
 
 __all__ = ["EXERCISES", "ag_collective_matmul", "rs_collective_matmul", "ar_tiled_matmul",
            "bidirectional_ag_matmul", "ffn_block", "per_shard_mean", "roll_in_shard",
@@ -174,13 +174,13 @@ def ffn_block(x, w_in, w_out):
 
 # ---- shard_map warm-ups (P10.3, P10.5) -------------------------------------------------------
 
-def slice_and_average():
-    """arange(512) over all 8 devices; the mean over devices of each shard's first 4 elements."""
+def slice_and_average(n: int = 512):
+    """arange(n) over all 8 devices; the mean over devices of each shard's first 4 elements."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
     mesh = _mesh((2, 4), ("x", "y"))
-    v = _put(np.arange(512), mesh, ("x", "y"))
+    v = _put(np.arange(n), mesh, ("x", "y"))
     f = jax.shard_map(lambda b: jax.lax.pmean(b[:4], ("x", "y")), mesh=mesh,
                       in_specs=P(("x", "y")), out_specs=P())
     return np.asarray(jax.jit(f)(v))
@@ -316,14 +316,28 @@ def _s_topk(rng):
 
 # ---- numeric answers -----------------------------------------------------------------------
 
-def _threshold(bidirectional=False):
-    c = hardware.get("v5e")
-    return c.peak() / (c.ici_bw_bidi if bidirectional else c.ici_link_bw_1way)
+def _threshold(bidirectional=False, chip="v4p", dtype="bf16"):
+    """F/n above which each ppermute hides behind its matmul: (b/2) C / W (b bytes per element).
+    The exercises ask it on the v4p (the chapter works the v5e); in 10.8b for int8, which the v4p
+    runs no faster than bf16."""
+    c = hardware.get(chip)
+    b = {"bf16": 2, "int8": 1}[dtype]
+    return b / 2 * c.peak(dtype) / (c.ici_bw_bidi if bidirectional else c.ici_link_bw_1way)
 
 
-def _p104_times():
-    m = profiling.collective_matmul_time(1024, 2048, 8192, 2, 4, "v5e")
+CM104 = (2048, 4096, 32768, 2, 4)     # 10.4c: B, D, F, X, Y (the chapter uses the book's 1024, 2048, 8192)
+
+
+def _p104_times(**kw):
+    m = profiling.collective_matmul_time(*CM104, "v5e", **kw)
     return [m.naive, m.collective]
+
+
+def _p104_slip_uni_naive():
+    B, D, F, X, n = CM104
+    t_c = 2 * (B / X) * (D / n) * (F / n) / 1.97e14
+    t_p = 2 * (B / X) * (D / n) / 4.5e10
+    return [(n - 1) / n * 2 * (B / X) * D / 4.5e10 + n * t_c, t_c + (n - 1) * max(t_c, t_p)]
 
 
 _FN = dict(kind="function", rtol=1e-3, atol=1e-3, n_samples=3)
@@ -332,17 +346,33 @@ EXERCISES = [
     Exercise("10.1", "local_shapes", "numbers", lambda: [2, 1024, 1024, 8192, 2, 8192], rtol=0,
              unit="（元素）", explain="In 在 X、Y 上各切一刀，W 只在 D 上被 Y 切开；输出沿 X 切、在 Y 上是部分和。"),
     Exercise("10.1b", "collective", "choice", lambda: "A", choices=("A", "B", "C", "D"),
+             why={"B": "X 切的是批次，每个设备的批次行互不相干，不需要沿 X 收集；要合并的是沿 Y 切开的收缩维度 D 上的部分和。",
+                  "C": "AllToAll 用来把一个维度的分片换到另一个维度上；这里是同一个输出块的几份部分和要加起来。",
+                  "D": "收缩维度 D 沿 Y 切开，每个设备只算出部分和，必须沿 Y 加起来才是结果。"},
              explain="收缩维度 D 在 Y 上切开，输出要求 P('X', None)：每个设备的部分和必须沿 Y 全归约。"),
     Exercise("10.2", "typeof_answer", "choice", lambda: "B", choices=("A", "B", "C", "D"),
+             why={"A": "jax.typeof 给的是全局形状，带上每一维的分片轴；[4,1] 是每个设备的局部形状。",
+                  "C": "显式网格下类型里带着分片：逐元素运算保持输入的分片，要写成 8@X、2@Y。",
+                  "D": "第二维也沿 Y 切开了；逐元素运算不会丢掉任何一维的分片。"},
              explain="逐元素运算保持分片，jax.typeof 在追踪时就给出 float32[8@X,2@Y]。"),
-    Exercise("10.3", "first4_mean", "numbers", lambda: slice_and_average().tolist(), rtol=0,
-             atol=1e-6, explain="8 个分片第 i 个元素是 64k+i，平均 224+i。"),
+    Exercise("10.3", "first4_mean", "numbers", lambda: slice_and_average(1024).tolist(), rtol=0,
+             atol=1e-6,
+             slips=(Slip("每个分片按 64 个元素算了：arange(1024) 分到 8 个设备上，每个分片 128 个元素。",
+                         [224.0, 225.0, 226.0, 227.0]),
+                    Slip("只取了第一个分片的前 4 个元素：pmean 还要在 8 个设备之间求平均。", [0.0, 1.0, 2.0, 3.0])),
+             explain="8 个分片第 i 个元素是 128k+i，平均 448+i。"),
     Exercise("10.4", "collective_matmul", sampler=_s_ag, expected=ag_collective_matmul, **_FN,
              explain="每一步乘手里的那块，同时把它传给邻居；4 步之后每块 A 都用过一次。"),
     Exercise("10.4b", "f_over_n_threshold", "number", _threshold, rtol=0.03, unit="（元素）",
-             accept=(4378.0,), explain="F/n 超过约 4378（v5e，bf16，单向环），ppermute 就能完全藏在计算后面。"),
-    Exercise("10.4c", "cm_times", "numbers", _p104_times, rtol=0.03, unit="秒",
-             explain="这组原书尺寸下 F/n = 2048 不到门槛：在带环绕的环上，单向集合矩阵乘法并不比朴素写法快，要用双向版本。"),
+             slips=(Slip("这是 v5e 的门槛（正文的例子）：这道题是 v4p，C = 2.75e14、单向链路 4.5e10 B/s。",
+                         lambda: _threshold(chip="v5e")),
+                    Slip("按双向带宽算了：单向环每步只用一个方向的链路。", lambda: _threshold(True))),
+             explain="F/n 超过约 6100（v4p，bf16，单向环），ppermute 就能完全藏在计算后面。"),
+    Exercise("10.4c", "cm_times", "numbers", _p104_times, rtol=0.03, unit="秒", labels=("朴素", "集合"),
+             slips=(Slip("朴素写法的 AllGather 按单向带宽算了：它在环上两个方向都用，按 W_bi = 9e10 B/s。",
+                         _p104_slip_uni_naive),
+                    Slip("顺序弄反了：先朴素，后集合。", lambda: _p104_times()[::-1])),
+             explain="这组尺寸下 F/n = 8192 超过门槛约 4378：每步的通信藏在计算后面，集合矩阵乘法比朴素写法快。"),
     Exercise("10.5", "shard_means", sampler=_s_mean, expected=per_shard_mean, **_FN,
              explain="每个分片自己求平均，输出按 P('X','Y') 拼成 [X, Y]：不需要任何通信。"),
     Exercise("10.5b", "roll_minus_x", sampler=lambda rng: _s_roll(rng), expected=roll_in_shard, **_FN,
@@ -361,6 +391,12 @@ EXERCISES = [
              explain="上投影用 AllGather 一侧的集合矩阵乘法，下投影用 ReduceScatter 一侧的。"),
     Exercise("10.8", "bidir_matmul", sampler=_s_ag, expected=bidirectional_ag_matmul, **_FN,
              explain="两半数据各走一个方向，每条链路每步只传一半字节。"),
-    Exercise("10.8b", "f_over_n_bidir", "number", lambda: _threshold(True), rtol=0.03,
-             unit="（元素）", explain="双向环把门槛减半到约 2189（v5e）。"),
+    Exercise("10.8b", "f_over_n_bidir", "number", lambda: _threshold(True, dtype="int8"), rtol=0.03,
+             unit="（元素）",
+             slips=(Slip("只减了一半：双向环让带宽翻倍，int8 让每个元素的字节减半，而 v4p 的 int8 不比 bf16 快，"
+                         "门槛要减两次半（按 bf16、按单向环、或按 int8 峰值翻倍算都会得到约 3056）。",
+                         lambda: _threshold(True)),
+                    Slip("这是 v5e 的双向门槛（正文的例子）：这道题是 v4p、int8。",
+                         lambda: _threshold(True, chip="v5e"))),
+             explain="v4p 上 int8 不比 bf16 快，字节却减半：双向环加 int8，门槛降到约 1528。"),
 ]

@@ -116,3 +116,29 @@ def test_sharded_decode_block_matches_and_uses_two_all_to_alls():
     assert "all-gather" not in counts                     # the KV cache never moves
     with pytest.raises(ValueError, match="need K"):
         kv_decode.sharded_decode_block(mesh, kv_decode.decode_block_params(8, 4, 32, 64, 6, 3, 8))
+
+
+def test_calibrated_step_times():
+    from scaling_lib import efficiency, roofline
+    cfg = kv_decode.tiny_config(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=256, vocab=128)
+    fl, by = kv_decode.step_kernels(cfg, 4, 15, "f32")
+    # per layer: Q, K, V, O, gate, up, down, two attention contractions, two cache copies; + unembedding
+    assert fl.size == by.size == 2 * 11 + 1
+    assert fl[0] == roofline.matmul_flops(4, 64, 4 * 16) and fl[-1] == roofline.matmul_flops(4, 64, 128)
+    cache = 4 * 16 * 2 * 16 * 4            # B · (S + 1) · K · H · 4 bytes
+    assert by[9] == 2 * cache and fl[9] == 0
+    fit = efficiency.CpuRoofline(1e11, 1e10, 2e-5, 1.0, 8, 0.0)
+    pr = kv_decode.calibrated_step_times(cfg, [1, 4, 4096], 15, fit, dtype="f32")
+    t = fit.overhead + np.maximum(fl / fit.peak, by / fit.bandwidth).sum()
+    assert pr["total_s"][1] == pytest.approx(t)
+    assert pr["total_s"][1] - pr["bound_s"][1] == pytest.approx(2e-5)   # one overhead per step
+    assert pr["critical_batch"] == pytest.approx(1e11 * 4 / (2 * 1e10))
+    # no overlap at all: each kernel pays both clocks
+    none = kv_decode.calibrated_step_times(cfg, [4], 15, efficiency.CpuRoofline(1e11, 1e10, 0.0, 0.0, 8, 0.0))
+    assert none["total_s"][0] == pytest.approx((fl / 1e11 + by / 1e10).sum())
+    # far above B_crit the step grows with B, below it is nearly flat
+    assert pr["total_s"][2] > 100 * pr["total_s"][1] and pr["total_s"][1] < 2 * pr["total_s"][0]
+    with pytest.raises(TypeError, match="CpuRoofline"):
+        kv_decode.calibrated_step_times(cfg, [1], 15, hardware.get("TPU v5e"))
+    with pytest.raises(ValueError, match="batch"):
+        kv_decode.calibrated_step_times(cfg, [0], 15, fit)

@@ -20,7 +20,7 @@ from ..transformer import TransformerConfig
 
 __all__ = ["tiny_config", "generate_naive", "generate_cached", "max_logit_diff",
            "per_token_times", "filled_cache", "unstack_params", "decode_step_fn",
-           "decode_step_sweep", "predicted_step_times",
+           "decode_step_sweep", "predicted_step_times", "step_kernels", "calibrated_step_times",
            "served_from_config", "generate_speculative", "perturbed_params"]
 
 
@@ -218,9 +218,11 @@ def decode_step_fn(cfg: TransformerConfig):
     return jax.jit(step)
 
 
-def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None, dtype=None) -> list:
-    """Median wall-clock time of one cached decode step (B sequences, each with ``seq_len``
-    cached tokens) for each B. One dict per batch: batch, seq_len, t (s), tok_s."""
+def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None, dtype=None,
+                      stat="median") -> list:
+    """Median (``stat='min'``: fastest of ``n_iter``, as chapter 1's calibration times) wall-clock
+    time of one cached decode step (B sequences, each with ``seq_len`` cached tokens) for each B.
+    One dict per batch: batch, seq_len, t (s), tok_s."""
     jax, jnp = _jax()
     from .measure import time_fn
     device = device or jax.devices()[0]
@@ -233,7 +235,8 @@ def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None, dtyp
         ks = jax.device_put([c["k"][i] for i in range(cfg.n_layers)], device)
         vs = jax.device_put([c["v"][i] for i in range(cfg.n_layers)], device)
         tok = jax.device_put(np.zeros((b,), np.int32), device)
-        t = time_fn(step, p, ks, vs, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter)
+        t = time_fn(step, p, ks, vs, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter,
+                    stat=stat)
         out.append({"batch": b, "seq_len": int(seq_len), "t": t, "tok_s": b / t})
     return out
 
@@ -261,6 +264,65 @@ def predicted_step_times(cfg, batches, seq_len, chip, dtype="f32", compute="bf16
     return {"batch": b, "total_s": np.asarray(st.total_s), "kv_s": np.asarray(st.kv_s),
             "param_s": np.broadcast_to(st.param_s, b.shape).astype(float),
             "flops_s": np.asarray(st.flops_s)}
+
+
+def step_kernels(cfg, batch, seq_len, dtype="f32"):
+    """(flops, nbytes) of each kernel of one ``decode_step_fn`` step on B = ``batch`` sequences
+    with ``seq_len`` cached tokens, as two 1-D arrays: per layer the weight matmuls (Q, K, V, O,
+    gate, up, down: ``roofline.matmul_flops``/``matmul_bytes``), the two attention contractions
+    (each reads one cache of ``seq_len + 1`` rows) and the two cache updates (the jitted step
+    returns new caches, so each is copied: read + write); then the unembedding. Norms, RoPE and
+    softmax are elementwise and left out (they move B·D-sized vectors)."""
+    from ..roofline import matmul_bytes, matmul_flops
+    from ..units import dtype_bytes
+    b = _check_n("batch", batch)
+    S = _check_n("seq_len", seq_len) + 1
+    D, F, N, K, H = cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+    mm = [(D, N * H), (D, K * H), (D, K * H), (N * H, D)] + [(D, F)] * (2 if cfg.gated_mlp else 1) \
+        + [(F, D)]
+    e = dtype_bytes(dtype)
+    cache = b * S * K * H * e
+    fl, by = [], []
+    for _ in range(cfg.n_layers):
+        for d, f in mm:
+            fl.append(float(matmul_flops(b, d, f)))
+            by.append(float(matmul_bytes(b, d, f, dtype, dtype, dtype)))
+        fl += [2.0 * b * N * S * H] * 2                     # q·K and probs·V
+        by += [cache + 2.0 * b * N * H * e] * 2
+        fl += [0.0, 0.0]                                   # the two cache copies: no math
+        by += [2.0 * cache] * 2
+    fl.append(float(matmul_flops(b, D, cfg.vocab)))
+    by.append(float(matmul_bytes(b, D, cfg.vocab, dtype, dtype, dtype)))
+    return np.array(fl), np.array(by)
+
+
+def calibrated_step_times(cfg, batches, seq_len, fit, dtype="f32") -> dict:
+    """The forecast of one decode step from a fitted roofline-with-overhead (``fit``: an
+    ``efficiency.CpuRoofline``, e.g. ``efficiency.own_roofline(measure.matmul_sweep).fit``):
+    the fixed per-call overhead t0 once (one jitted call per step, as each timed matmul of the
+    calibration was one call) plus, for each kernel of ``step_kernels``, the fitted
+    ``overlap(flops/peak, bytes/bandwidth, f)``. Also ``bound_s``: the clean roofline of the
+    same fit (no overhead, max of the two clocks per kernel), and the step's total flops and
+    bytes; ``critical_batch``: where the weight matmuls cross over with the fitted peak and
+    bandwidth, C·b_w/(2W) (eq-07-bcrit)."""
+    from ..efficiency import overlap
+    from ..units import dtype_bytes
+    for nm in ("peak", "bandwidth", "overhead", "overlap"):
+        if not hasattr(fit, nm):
+            raise TypeError(f"fit must be an efficiency.CpuRoofline (has peak, bandwidth, overhead, "
+                            f"overlap), got {type(fit).__name__}")
+    bs = [_check_n("batch", b) for b in batches]
+    tot, bnd, fls, bys = [], [], [], []
+    for b in bs:
+        fl, by = step_kernels(cfg, b, seq_len, dtype)
+        tm, tb = fl / fit.peak, by / fit.bandwidth
+        tot.append(fit.overhead + float(np.sum(overlap(tm, tb, fit.overlap))))
+        bnd.append(float(np.sum(np.maximum(tm, tb))))
+        fls.append(float(fl.sum()))
+        bys.append(float(by.sum()))
+    return {"batch": np.array(bs, float), "total_s": np.array(tot), "bound_s": np.array(bnd),
+            "flops": np.array(fls), "nbytes": np.array(bys),
+            "critical_batch": float(fit.peak * dtype_bytes(dtype) / (2 * fit.bandwidth))}
 
 
 def perturbed_params(params, scale, seed=0):

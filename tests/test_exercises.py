@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 2, 3, 4, 5, 6, 7, 8, 9}
+REWORKED = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -400,6 +400,16 @@ PINS: list = [
     ("9.5c", 4.0, 0, "6144 -> 1536"),
     ("9.6b", 16.0, 0, "32768 / 2048"),
     ("9.7b", 4 * 2048 * (4 * 6144 * 24576 + 8 * 6144 ** 2 + 4 * 2048 * 6144) / (8 * 23e12), 1e-9, "P9.7 layer roofline"),
+    # chapter 10 (spec 10; thresholds on TPU v4p, C = 2.75e14, W_uni = 4.5e10, W_bi = 9e10)
+    ("10.1", [2, 1024, 1024, 8192, 2, 8192], 0, "P10.1 local In, W, out shapes"),
+    ("10.1b", "A", 0, "P10.1 one AllReduce over Y"),
+    ("10.2", "B", 0, "P10.2 float32[8@X,2@Y]"),
+    ("10.3", [448, 449, 450, 451], 0, "P10.3 with arange(1024)"),
+    ("10.4b", 2.75e14 / 4.5e10, 1e-9, "C/W_uni on v4p"),
+    ("10.4c", [3 / 4 * 2 * 1024 * 4096 / 9e10 + 4 * 2 * 1024 * 1024 * 8192 / 1.97e14,
+               4 * 2 * 1024 * 1024 * 8192 / 1.97e14], 1e-9,
+     "naive: exact ring AllGather + n t_c; collective: t_c + (n-1) max(t_c, t_p), t_c > t_p"),
+    ("10.8b", 0.5 * 2.75e14 / 9e10, 1e-9, "(b/2) C/W_bi, int8 on v4p"),
 ]
 
 

@@ -314,6 +314,140 @@ def _s_topk(rng):
             "routes": rng.integers(0, 8, (16, 2)).tolist()}
 
 
+
+# ---- declared slips of the function exercises (plain numpy: the grader runs them itself) -------
+
+def _ring_ag(a, w, src, idx, n=4):
+    """Global result of an AllGather-side ring on the 2x4 mesh where device j, at step k, holds
+    the A block of device src(j, k) and multiplies it by the W chunk idx(j, k)."""
+    a, w = np.asarray(a, np.float64), np.asarray(w, np.float64)
+    dc, fc = a.shape[1] // n, w.shape[1] // n
+    out = np.zeros((a.shape[0], w.shape[1]))
+    for j in range(n):
+        for k in range(n):
+            s, i = src(j, k) % n, idx(j, k) % n
+            out[:, j * fc:(j + 1) * fc] += a[:, s * dc:(s + 1) * dc] @ w[i * dc:(i + 1) * dc, j * fc:(j + 1) * fc]
+    return out
+
+
+def _ag_local_only(a, w):
+    return _ring_ag_steps(a, w, 1)
+
+
+def _ring_ag_steps(a, w, steps, n=4):
+    a, w = np.asarray(a, np.float64), np.asarray(w, np.float64)
+    dc, fc = a.shape[1] // n, w.shape[1] // n
+    out = np.zeros((a.shape[0], w.shape[1]))
+    for j in range(n):
+        for k in range(steps):
+            c = (j + k) % n
+            out[:, j * fc:(j + 1) * fc] += a[:, c * dc:(c + 1) * dc] @ w[c * dc:(c + 1) * dc, j * fc:(j + 1) * fc]
+    return out
+
+
+def _ag_wrong_chunk(a, w):
+    return _ring_ag(a, w, lambda j, k: j + k, lambda j, k: j - k)
+
+
+def _bidir_same_chunk(a, w):
+    """Both halves multiplied by chunk j + k although the bottom half came from j - k."""
+    a, w = np.asarray(a, np.float64), np.asarray(w, np.float64)
+    good = np.asarray(a, np.float64) @ w
+    bad = _ring_ag(a, w, lambda j, k: j - k, lambda j, k: j + k)
+    out = good.copy()
+    rows = a.shape[0] // 2                          # per X shard: top half right, bottom half wrong
+    for x in range(2):
+        lo = x * rows + rows // 2
+        out[lo:(x + 1) * rows] = bad[lo:(x + 1) * rows]
+    return out
+
+
+def _ar_no_psum(a, w, n=4):
+    a, w = np.asarray(a, np.float64), np.asarray(w, np.float64)
+    dc = a.shape[1] // n
+    return a[:, :dc] @ w[:dc]
+
+
+def _rs_local_only(t, w2, n=4):
+    t, w2 = np.asarray(t, np.float64), np.asarray(w2, np.float64)
+    fc, dc = t.shape[1] // n, w2.shape[1] // n
+    out = np.zeros((t.shape[0], w2.shape[1]))
+    for j in range(n):
+        out[:, j * dc:(j + 1) * dc] = t[:, j * fc:(j + 1) * fc] @ w2[j * fc:(j + 1) * fc, j * dc:(j + 1) * dc]
+    return out
+
+
+def _rs_off_by_one(t, w2, n=4):
+    full = np.asarray(t, np.float64) @ np.asarray(w2, np.float64)
+    dc = full.shape[1] // n
+    return np.concatenate([full[:, ((j - 1) % n) * dc:((j - 1) % n + 1) * dc] for j in range(n)], axis=1)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _ffn_no_gelu(x, w_in, w_out):
+    return np.asarray(x, np.float64) @ np.asarray(w_in, np.float64) @ np.asarray(w_out, np.float64)
+
+
+def _ffn_relu(x, w_in, w_out):
+    h = np.asarray(x, np.float64) @ np.asarray(w_in, np.float64)
+    return np.maximum(h, 0) @ np.asarray(w_out, np.float64)
+
+
+def _blocks(a, fn, rows=4, cols=2):
+    a = np.asarray(a, np.float64)
+    r, c = a.shape[0] // rows, a.shape[1] // cols
+    return np.array([[fn(a[i * r:(i + 1) * r, j * c:(j + 1) * c]) for j in range(cols)] for i in range(rows)])
+
+
+def _mean_global(a):
+    return np.full((4, 2), np.asarray(a, np.float64).mean())
+
+
+def _roll_global(x, shift):
+    x = np.asarray(x, np.float64)
+    return np.roll(x, int(shift), 0) - x
+
+
+def _roll_back(x, shift):
+    return roll_in_shard(x, -int(shift))
+
+
+def _moe_all_experts(a, w, route):
+    return np.einsum("sd,edf->sf", np.asarray(a, np.float64), np.asarray(w, np.float64))
+
+
+def _moe_mean_experts(a, w, route):
+    return _moe_all_experts(a, w, route) / np.asarray(w).shape[0]
+
+
+def _moe_own_shard_only(a, w, route):
+    """Without the AllGather: each device only sees its own tokens, so a token is computed only
+    when its expert lives on its own device."""
+    a, r = np.asarray(a, np.float64), np.asarray(route, np.int64)
+    s_loc, e_loc = a.shape[0] // 8, np.asarray(w).shape[0] // 8
+    out = moe_reference(a, w, r)
+    keep = (np.arange(a.shape[0]) // s_loc) == (r // e_loc)
+    return out * keep[:, None]
+
+
+def _topk_sum(a, w, routes):
+    return moe_topk(a, w, routes) * np.asarray(routes).shape[1]
+
+
+def _topk_first(a, w, routes):
+    return moe_reference(a, w, np.asarray(routes)[:, 0])
+
+
+def _eye(r, c):
+    return np.eye(r, c, dtype=np.float32)
+
+
+def _ar(r, c):
+    return (np.arange(r * c, dtype=np.float32).reshape(r, c) % 7 - 3)
+
 # ---- numeric answers -----------------------------------------------------------------------
 
 def _threshold(bidirectional=False, chip="v4p", dtype="bf16"):
@@ -344,7 +478,12 @@ _FN = dict(kind="function", rtol=1e-3, atol=1e-3, n_samples=3)
 
 EXERCISES = [
     Exercise("10.1", "local_shapes", "numbers", lambda: [2, 1024, 1024, 8192, 2, 8192], rtol=0,
-             unit="（元素）", explain="In 在 X、Y 上各切一刀，W 只在 D 上被 Y 切开；输出沿 X 切、在 Y 上是部分和。"),
+             unit="（元素）", labels=("In 行", "In 列", "W 行", "W 列", "输出行", "输出列"),
+             slips=(Slip("In 的列没有切：分片 [B_X, D_Y] 的 D 沿 Y:2 切开，每个设备 1024 列。",
+                         [2, 2048, 1024, 8192, 2, 8192]),
+                    Slip("把 X 和 Y 的大小弄反了：网格是 X:4、Y:2，行除以 4、D 除以 2。",
+                         [4, 512, 512, 8192, 4, 8192])),
+             explain="In 在 X、Y 上各切一刀，W 只在 D 上被 Y 切开；输出沿 X 切、在 Y 上是部分和。"),
     Exercise("10.1b", "collective", "choice", lambda: "A", choices=("A", "B", "C", "D"),
              why={"B": "X 切的是批次，每个设备的批次行互不相干，不需要沿 X 收集；要合并的是沿 Y 切开的收缩维度 D 上的部分和。",
                   "C": "AllToAll 用来把一个维度的分片换到另一个维度上；这里是同一个输出块的几份部分和要加起来。",
@@ -362,6 +501,10 @@ EXERCISES = [
                     Slip("只取了第一个分片的前 4 个元素：pmean 还要在 8 个设备之间求平均。", [0.0, 1.0, 2.0, 3.0])),
              explain="8 个分片第 i 个元素是 128k+i，平均 448+i。"),
     Exercise("10.4", "collective_matmul", sampler=_s_ag, expected=ag_collective_matmul, **_FN,
+             edge_cases=({"a": _ar(8, 16), "w": _eye(16, 32)},),
+             slips=(Slip("只乘了本地那一块：A 的块要沿环传 n - 1 次，每块都和 W 的对应行块乘一次再累加。", _ag_local_only),
+                    Slip("W 的行块选反了：第 k 步手里的 A 块来自 j + k，要乘 W 的第 (j + k) mod n 块，不是 (j - k)。",
+                         _ag_wrong_chunk)),
              explain="每一步乘手里的那块，同时把它传给邻居；4 步之后每块 A 都用过一次。"),
     Exercise("10.4b", "f_over_n_threshold", "number", _threshold, rtol=0.03, unit="（元素）",
              slips=(Slip("这是 v5e 的门槛（正文的例子）：这道题是 v4p，C = 2.75e14、单向链路 4.5e10 B/s。",
@@ -374,20 +517,53 @@ EXERCISES = [
                     Slip("顺序弄反了：先朴素，后集合。", lambda: _p104_times()[::-1])),
              explain="这组尺寸下 F/n = 8192 超过门槛约 4378：每步的通信藏在计算后面，集合矩阵乘法比朴素写法快。"),
     Exercise("10.5", "shard_means", sampler=_s_mean, expected=per_shard_mean, **_FN,
+             edge_cases=({"a": _ar(16, 8)},),
+             slips=(Slip("求的是和，不是平均：每个分片 4×4 = 16 个元素，和要再除以 16。", lambda a: _blocks(a, np.sum)),
+                    Slip("求的是整个数组的平均（用了 pmean 或全局 mean）：每个分片要有自己的平均值。", _mean_global)),
              explain="每个分片自己求平均，输出按 P('X','Y') 拼成 [X, Y]：不需要任何通信。"),
     Exercise("10.5b", "roll_minus_x", sampler=lambda rng: _s_roll(rng), expected=roll_in_shard, **_FN,
+             edge_cases=({"x": _ar(16, 8), "shift": 0}, {"x": _ar(16, 8), "shift": 4}),
+             slips=(Slip("滚动的是整个数组：只能在每个 X 分片（4 行）内部滚动，分片边界上的行不能跨到相邻分片。",
+                         _roll_global),
+                    Slip("滚动方向反了：roll(x, shift) 把第 i 行移到第 i + shift 行。", _roll_back)),
              explain="roll 只在分片内部进行，同样零通信。"),
     Exercise("10.6", "moe_local", sampler=_s_moe, expected=moe_reference, **_FN,
+             edge_cases=({"a": _ar(16, 8), "w": _ar(64, 4).reshape(8, 8, 4), "route": [0] * 16},
+                         {"a": _ar(16, 8), "w": _ar(64, 4).reshape(8, 8, 4), "route": list(range(8)) * 2}),
+             slips=(Slip("把所有专家的结果加起来了：没有按路由做掩码，每个 token 只用它路由到的那一个专家。",
+                         _moe_all_experts),
+                    Slip("对所有专家取了平均：这是稠密混合，不是路由；每个 token 只用一个专家。", _moe_mean_experts)),
              explain="按专家分桶（或排序后用 ragged_dot），就不必物化 [S, D, F] 的中间结果。"),
     Exercise("10.6c", "moe_sharded", sampler=_s_moe, expected=moe_reference, **_FN,
+             edge_cases=({"a": _ar(16, 8), "w": _ar(64, 4).reshape(8, 8, 4), "route": [0] * 16},
+                         {"a": _ar(16, 8), "w": _ar(64, 4).reshape(8, 8, 4), "route": list(range(8)) * 2}),
+             slips=(Slip("只算了路由到本设备专家的本地 token：先要沿 X 对 token 和路由做 all_gather，"
+                         "别的设备上的 token 也可能路由到这里的专家。", _moe_own_shard_only),
+                    Slip("每个设备把所有 token 都乘了自己的专家、没有掩码：psum_scatter 之后每个 token 得到了所有专家之和。",
+                         _moe_all_experts)),
              explain="AllGather 之后每个分片只算自己的专家，psum_scatter 把结果按 token 分回去。"),
     Exercise("10.6d", "moe_top2", sampler=_s_topk, expected=moe_topk, **_FN,
+             edge_cases=({"a": _ar(16, 8), "w": _ar(64, 4).reshape(8, 8, 4), "routes": [[3, 3]] * 16},),
+             slips=(Slip("两个专家的结果加起来了，没有除以 k = 2：题目要的是平均。", _topk_sum),
+                    Slip("只用了每个 token 的第一个专家：routes 的第二列也要分发。", _topk_first)),
              explain="每个 (token, 专家) 对单独分发，合并时取平均（或按路由权重加权）。"),
     Exercise("10.7", "ar_matmul", sampler=_s_ag, expected=ar_tiled_matmul, **_FN,
+             edge_cases=({"a": _ar(8, 16), "w": _eye(16, 32)},),
+             slips=(Slip("没有 psum：每个设备只有收缩维度 D 上自己那一段的部分和，要沿 Y 加起来。", _ar_no_psum),
+                    Slip("用了 pmean：部分和要相加（psum），求平均会小 n = 4 倍。",
+                         lambda a, w: ar_tiled_matmul(a, w) / 4)),
              explain="按 F 分块，每块一次 psum：后一块的计算可以和前一块的 AllReduce 重叠。"),
     Exercise("10.7b", "rs_matmul", sampler=_s_rs, expected=rs_collective_matmul, **_FN,
+             edge_cases=({"t": _ar(8, 32), "w2": _eye(32, 16)},),
+             slips=(Slip("部分和没有沿环传递：设备 j 只算了自己那段 F 的贡献，n 步累加之后才是完整的第 j 块。",
+                         _rs_local_only),
+                    Slip("起点错了一格：设备 j 最后拿到的是第 j - 1 块；第一步要算 (j - 1) mod n 块，让它传 n - 1 步后落到 j。",
+                         _rs_off_by_one)),
              explain="传的是部分和 [B/X, D/n]，n 次累加之后设备 j 手里正好是第 j 块。"),
     Exercise("10.7c", "ffn", sampler=_s_ffn, expected=ffn_block, **_FN,
+             edge_cases=({"x": _ar(8, 16), "w_in": _eye(16, 32), "w_out": _eye(32, 16)},),
+             slips=(Slip("漏了 gelu：两次矩阵乘法之间要过非线性。", _ffn_no_gelu),
+                    Slip("用了 relu：题目说的是 jax.nn.gelu。", _ffn_relu)),
              explain="上投影用 AllGather 一侧的集合矩阵乘法，下投影用 ReduceScatter 一侧的。"),
     Exercise("10.4d", "hide_v4p", "choice", lambda: "B", choices=("A", "B", "C", "D"),
              why={"A": "“大”要和门槛比：v4p 上单向环的门槛 C/W_uni 约 6100，4096 不到。",
@@ -410,6 +586,10 @@ EXERCISES = [
                   "D": "W 的分片大小不因切块而变：切的是计算的顺序。"},
              explain="切块是为了重叠：第 k 块的 AllReduce 和第 k+1 块的乘法同时进行。"),
     Exercise("10.8", "bidir_matmul", sampler=_s_ag, expected=bidirectional_ag_matmul, **_FN,
+             edge_cases=({"a": _ar(8, 16), "w": _eye(16, 32)},),
+             slips=(Slip("下半块乘错了 W 的行块：它收自 j - 1，第 k 步手里是 j - k 的块，要乘 W 的第 (j - k) mod n 块。",
+                         _bidir_same_chunk),
+                    Slip("只乘了本地那一块：两半都要沿环传 n - 1 次。", _ag_local_only)),
              explain="两半数据各走一个方向，每条链路每步只传一半字节。"),
     Exercise("10.8b", "f_over_n_bidir", "number", lambda: _threshold(True, dtype="int8"), rtol=0.03,
              unit="（元素）",

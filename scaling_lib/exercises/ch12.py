@@ -13,7 +13,7 @@ gpu_parallel, roofline); tests/test_exercises_12.py pins them to the spec's corr
 from __future__ import annotations
 
 from .. import chip_internals as ci, collectives as C, gpu_parallel as gp, hardware, roofline, topology
-from . import Exercise
+from . import Exercise, Slip
 
 H100 = "H100"
 _DF = 2 * 8192 * 32768          # P4.3 / P4.7: bf16[8192, 32768]
@@ -123,10 +123,14 @@ EXERCISES = [
     Exercise("12.2", "vec", "numbers", _p12, rtol=0.03, unit="FLOPs/s、FLOPs/s、倍",
              explain="Tensor Core 的算力是 CUDA 核心的约 30 倍。"),
     Exercise("12.3", "icrit", "numbers",
-             lambda: [hardware.critical_intensity("H100"), hardware.critical_intensity("B200"),
-                      hardware.critical_intensity("H100", "fp8"), hardware.critical_intensity("B200", "fp8")],
-             rtol=0.03, unit="FLOPs/字节",
-             explain="要约 280 个 token 才能让 bf16 矩阵乘法在 GPU 上计算受限。"),
+             lambda: [hardware.critical_intensity("H200", "fp8"), hardware.critical_intensity("A100", "int8")],
+             rtol=0.03, unit="FLOPs/字节", labels=("H200 fp8", "A100 int8"),
+             slips=(Slip("低精度那两项没有翻倍：fp8 / int8 的算力是 bf16 的两倍，HBM 带宽不变，临界强度也翻倍。",
+                         lambda: [hardware.critical_intensity("H200"), hardware.critical_intensity("A100")]),
+                    Slip("H200 用了 H100 的 HBM 带宽 3.35e12 B/s（正文的例子）：H200 算力和 H100 相同，HBM 快到 4.8e12 B/s。",
+                         lambda: [hardware.critical_intensity("H100", "fp8"),
+                                  hardware.critical_intensity("A100", "int8")])),
+             explain="低精度运算让门槛翻倍；H200 的 HBM 更快，fp8 门槛约 412，低于 H100 的约 591。"),
     Exercise("12.4", "t_mm", "numbers", _p14, rtol=0.10, unit="秒",
              explain="B = 64 时内存受限（读权重），B = 512 时计算受限。"),
     Exercise("12.5", "onchip", "numbers", _p15, rtol=0.05, unit="字节",

@@ -54,9 +54,20 @@ def test_expected_matches_spec(ex_id):
     np.testing.assert_allclose(np.asarray(ref, float), np.asarray(value, float), rtol=rtol, atol=0)
 
 
+REASONING = {"12.3b"}   # issue-19 reasoning items (choice, a feedback per wrong option)
+
+
+def test_reasoning_items_answer_and_feedback():
+    assert get("12.3b").reference() == "A"   # B = 250 lies between H200's 206 and H100's 295
+    assert 9.89e14 / 4.8e12 < 250 < 9.89e14 / 3.35e12
+    for wrong in "BCD":
+        r = evaluate(get("12.3b"), wrong)
+        assert not r.correct and get("12.3b").why[wrong] in r.message
+
+
 def test_registry_complete():
     ids = {e.id for e in for_chapter(12)}
-    assert ids == set(SPEC) | {"12.18", "12.19", "12.22", "12.41"}
+    assert ids == set(SPEC) | {"12.18", "12.19", "12.22", "12.41"} | REASONING
     # the free-text problems are 思考题 only
     assert not ids & {"12.14", "12.34", "12.42"}
 

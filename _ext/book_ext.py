@@ -1,7 +1,27 @@
-"""Small Sphinx hooks for the book (see ../shared/TOOLCHAIN.md for why each exists)."""
+"""Sphinx hooks for the book's website (see ../shared/TOOLCHAIN.md and review/website-review.md).
+
+Each hook says which review item it serves. Sibling modules: ``book_exercises`` (answers hidden
+until asked for, exercise titles) and ``book_assets`` (icons, lazy images, precompressed files).
+"""
 from __future__ import annotations
 
 import os
+import re
+
+from docutils import nodes
+
+#: plotly.js bundles served by the site, smallest first, with the trace types each one draws
+#: (plotly.js's "basic" partial bundle; the full bundle draws everything).
+PLOTLY_BUNDLES = [("offline/plotly-basic.min.js", {"scatter", "bar", "pie"}),
+                  ("offline/plotly.min.js", None)]
+
+#: scripts that only wire up behaviour after the page is parsed: loading them with ``defer``
+#: takes them off the critical path (they all wait for DOMContentLoaded themselves).
+DEFER = ("clipboard.min.js", "copybutton.js", "sphinx-book-theme.js", "togglebutton.js",
+         "design-tabs.js", "sphinx_highlight.js", "doctools.js", "translations.js", "book.js")
+
+#: what the widget manager needed; widgets are rendered at build time now (scaling_lib._mystnb)
+WIDGET_MANAGER = ("offline/require.js", "offline/widgets-offline.js", "offline/html-manager/embed-amd.js")
 
 
 def _abs_search_dict(app, config):
@@ -12,21 +32,50 @@ def _abs_search_dict(app, config):
         config.html_search_options = opts
 
 
+def plotly_bundle(trace_types: set) -> str:
+    """The smallest plotly.js bundle that draws every trace type in ``trace_types``."""
+    for path, kinds in PLOTLY_BUNDLES:
+        if kinds is None or trace_types <= kinds:
+            return path
+    raise AssertionError("unreachable: the last bundle draws everything")
+
+
 def _plotly_js(app, pagename, templatename, context, doctree):
-    if "plotly-graph-div" in context.get("body", ""):
-        app.add_js_file("offline/plotly.min.js", priority=200, loading_method="defer")
+    """M8: plotly.js only on pages with a plotly figure, the light bundle when it suffices."""
+    body = context.get("body", "")
+    if "plotly-graph-div" not in body:
+        return
+    types = set()
+    for m in re.finditer(r'data-plotly-types="([^"]*)"', body):
+        types |= set(filter(None, m.group(1).split(",")))
+    if not types:  # a figure drawn by some other path: be safe
+        types = {"unknown"}
+    app.add_js_file(plotly_bundle(types), priority=200, loading_method="defer")
 
 
-def _dedupe_scripts(app, pagename, templatename, context, doctree):
+def _tidy_scripts(app, pagename, templatename, context, doctree):
+    """Dedupe (the THEBE_JS_URL SyntaxError, TOOLCHAIN §4), drop what static widgets do not
+    need, and defer the scripts that only attach behaviour (M8: nothing blocks first paint)."""
     files = context.get("script_files")
     if not files:
         return
     seen, out = set(), []
     for js in files:
-        key = (getattr(js, "filename", None) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        name = getattr(js, "filename", None) or ""
+        attrs = dict(getattr(js, "attributes", {}) or {})
+        if attrs.get("type") == "application/vnd.jupyter.widget-state+json":
+            continue
+        if any(name.endswith(w) for w in WIDGET_MANAGER):
+            continue
+        key = (name, tuple(sorted(attrs.items())))
         if key in seen:
             continue
         seen.add(key)
+        if name and name.split("?")[0].rsplit("/", 1)[-1] in DEFER and "async" not in attrs \
+                and "defer" not in attrs:
+            from sphinx.builders.html._assets import _JavaScript
+            attrs["defer"] = "defer"
+            js = _JavaScript(name, priority=getattr(js, "priority", 500), **attrs)
         out.append(js)
     context["script_files"] = out
 
@@ -44,9 +93,91 @@ def _student_colab(app, pagename, templatename, context, doctree):
     fix(context.get("header_buttons"))
 
 
+def _page_colab_url(context) -> str | None:
+    """The Colab URL of the page's launch button (already the student copy on exercise pages)."""
+    def find(buttons):
+        for b in buttons or []:
+            if isinstance(b, dict):
+                url = b.get("url")
+                if isinstance(url, str) and "colab.research.google.com" in url:
+                    return url
+                hit = find(b.get("buttons"))
+                if hit:
+                    return hit
+        return None
+    return find(context.get("header_buttons"))
+
+
+def _colab_badges(app, pagename, templatename, context, doctree):
+    """H3: the static widget previews link the page's own notebook in Colab."""
+    from scaling_lib._mystnb import COLAB_PLACEHOLDER
+
+    body = context.get("body", "")
+    if COLAB_PLACEHOLDER in body:
+        url = _page_colab_url(context)
+        if url is None:
+            raise RuntimeError(f"{pagename}: a static widget preview needs the page's Colab link "
+                               "(launch_buttons.colab_url and repository.url in _config.yml)")
+        context["body"] = body.replace(COLAB_PLACEHOLDER, url)
+
+
+def _meta(app, pagename, templatename, context, doctree):
+    """L13: a description (first paragraph of the page) for search engines and link previews."""
+    if doctree is None:
+        return
+    for para in doctree.findall(nodes.paragraph):
+        text = re.sub(r"\s+", " ", para.astext()).strip()
+        if len(text) >= 20:
+            context["book_meta_description"] = text[:140] + ("…" if len(text) > 140 else "")
+            return
+
+
+_CHAPTER = re.compile(r"^chapters/(\d+)_")
+
+
+def _equation_numbers(app, env):
+    """L15: equations numbered per chapter, (5.3) in chapter 5, like the exercises (练习 5.3)."""
+    fignumbers = getattr(env, "toc_fignumbers", {})
+    for docname, kinds in fignumbers.items():
+        m = _CHAPTER.match(docname)
+        eqs = kinds.get("displaymath")
+        if not m or not eqs:
+            continue
+        chapter = int(m.group(1))
+        ordered = sorted(eqs.items(), key=lambda kv: kv[1])
+        kinds["displaymath"] = {node_id: (chapter, i) for i, (node_id, _) in enumerate(ordered, 1)}
+    return []
+
+
+def _alt_text(app, doctree, docname):
+    """L9: images without alt text get one from their caption or their section's title."""
+    for img in doctree.findall(nodes.image):
+        if img.get("alt"):
+            continue
+        parent, label = img.parent, None
+        while parent is not None and label is None:
+            if isinstance(parent, nodes.figure):
+                cap = next(iter(parent.findall(nodes.caption)), None)
+                if cap is not None:
+                    label = cap.astext()
+            if isinstance(parent, nodes.section):
+                title = next((c for c in parent.children if isinstance(c, nodes.title)), None)
+                if title is not None:
+                    label = f"图：{title.astext()}"
+            parent = parent.parent
+        img["alt"] = label or "图"
+
+
 def setup(app):
+    app.setup_extension("book_exercises")
+    app.setup_extension("book_assets")
+    app.add_js_file("book.js", loading_method="defer")
     app.connect("config-inited", _abs_search_dict)
+    app.connect("env-get-updated", _equation_numbers, priority=900)
+    app.connect("doctree-resolved", _alt_text)
     app.connect("html-page-context", _plotly_js)
+    app.connect("html-page-context", _meta)
     app.connect("html-page-context", _student_colab, priority=600)
-    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _colab_badges, priority=650)
+    app.connect("html-page-context", _tidy_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -62,7 +62,9 @@ def test_site_is_offline_and_chinese(site):
     assert not loads, f"external resources: {loads}"
     assert (html_dir / "_static" / "offline" / "plotly.min.js").exists()
     assert "plotly-graph-div" in page, "the kernel-free roofline figure is missing"
-    assert "application/vnd.jupyter.widget-state+json" in page, "widget state not stored"
+    assert "book-widget-preview" in page, "the static widget previews are missing"
+    assert "application/vnd.jupyter.widget-state+json" not in page, "widget state shipped to the page"
+    assert "/_static/offline/" in page and "embed-amd.js" not in page and "searchindex.js" not in page
 
 
 def _search_terms(html_dir):

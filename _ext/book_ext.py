@@ -9,6 +9,7 @@ import os
 import re
 
 from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 #: plotly.js bundles served by the site, smallest first, with the trace types each one draws
 #: (plotly.js's "basic" partial bundle; the full bundle draws everything).
@@ -168,11 +169,41 @@ def _alt_text(app, doctree, docname):
         img["alt"] = label or "图"
 
 
+_TEST_MARKER = re.compile(r"^[ \t]*#\s*NBVAL_[A-Z_]+[^\n]*\n?", re.M)
+_GLUE_ONLY = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n|[ \t]*glue\([^\n]*\)[ \t]*\n?)+")
+
+
+class HideTestHarness(SphinxPostTransform):
+    """L4: readers do not see nbval markers (``# NBVAL_IGNORE_OUTPUT``), and a code cell that
+    only glues numbers for the prose (no output) is not shown at all."""
+
+    default_priority = 30
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for cell in list(self.document.findall(
+                lambda n: isinstance(n, nodes.container) and n.get("nb_element") == "cell_code")):
+            lit = next(iter(cell.findall(nodes.literal_block)), None)
+            if lit is None:
+                continue
+            src = lit.astext()
+            has_output = any(isinstance(c, nodes.container) and c.get("nb_element") == "cell_code_output"
+                             and c.children for c in cell.children)
+            if not has_output and "glue(" in src and _GLUE_ONLY.fullmatch(src + "\n"):
+                cell.parent.remove(cell)
+                continue
+            new = _TEST_MARKER.sub("", src)
+            if new != src:
+                lit.children = [nodes.Text(new.strip("\n"))]
+                lit.rawsource = new
+
+
 def setup(app):
     app.setup_extension("book_exercises")
     app.setup_extension("book_assets")
     app.add_js_file("book.js", loading_method="defer")
     app.connect("config-inited", _abs_search_dict)
+    app.add_post_transform(HideTestHarness)
     app.connect("env-get-updated", _equation_numbers, priority=900)
     app.connect("doctree-resolved", _alt_text)
     app.connect("html-page-context", _plotly_js)

@@ -13,7 +13,7 @@ from .. import hardware, profiling as pr
 from ..units import fmt_time, fmt_num, fmt_bytes
 from . import dropdown, explorer, int_slider, log_slider, toggle
 
-__all__ = ["plot_memory_order", "draw_shape", "shape_decoder", "draw_cost", "cost_explorer",
+__all__ = ["plot_memory_order", "draw_shape", "shape_decoder", "draw_cost", "cost_explorer", "cost_series", "cost_twin",
            "plot_timeline", "draw_collective_matmul", "collective_matmul_explorer", "CHIPS"]
 
 #: chips offered in the explorers (names accepted by ``hardware.get`` plus the v2 core)
@@ -93,20 +93,32 @@ def shape_decoder(initial: str = "bf16[4,8]{1,0:T(2,4)(2,1)}"):
     return explorer({"shape": box}, draw_shape, columns=1)
 
 
-def draw_cost(program: str, chip: str, measured_ms: float, programs: dict):
-    """Bars of the three roofline clocks of one program (XLA's per-device numbers) on ``chip``."""
-    import matplotlib.pyplot as plt
-
+def cost_series(program: str, chip: str, programs: dict) -> list:
+    """The three roofline clocks of one program (XLA's per-device numbers) on ``chip``, in ms, as
+    a horizontal bar trace (the binding clock in red): one definition for ``draw_cost`` (widget)
+    and ``cost_twin`` (plotly, website)."""
     if program not in programs:
         raise ValueError(f"unknown program {program!r}; choose one of {list(programs)}")
     flops, hbm, ici = programs[program]
     c = pr._chip(chip)
     ot = pr.expected_op_time(flops, hbm, ici if c.ici_link_bw_1way else 0.0, c)
+    vals = [ot.t_flops * 1e3, ot.t_hbm * 1e3, ot.t_ici * 1e3]
+    return [{"type": "bar", "orientation": "h", "y": ["计算 FLOPs/C", "HBM 字节/W", "ICI 字节/W"], "x": vals,
+             "name": f"{ot.chip}：{ot.bottleneck}，估计 {fmt_time(ot.t)}",
+             "marker": {"color": ["#d62728" if v == max(vals) else "#7f7f7f" for v in vals]}}]
+
+
+def draw_cost(program: str, chip: str, measured_ms: float, programs: dict):
+    """Bars of the three roofline clocks of one program (XLA's per-device numbers) on ``chip``."""
+    import matplotlib.pyplot as plt
+    from . import plot_traces
+
+    traces = cost_series(program, chip, programs)
+    flops, hbm, ici = programs[program]
+    c = pr._chip(chip)
+    ot = pr.expected_op_time(flops, hbm, ici if c.ici_link_bw_1way else 0.0, c)
     fig, ax = plt.subplots(figsize=(7, 2.6), layout="none")
-    names = ["计算 FLOPs/C", "HBM 字节/W", "ICI 字节/W"]
-    vals = np.array([ot.t_flops, ot.t_hbm, ot.t_ici]) * 1e3
-    colours = ["#d62728" if v == vals.max() else "#7f7f7f" for v in vals]
-    ax.barh(names, vals, color=colours)
+    plot_traces(ax, traces)
     if measured_ms > 0:
         ax.axvline(measured_ms, color="#1f77b4", ls="--", label=f"实测 {measured_ms:.3g} ms")
         ax.legend(loc="lower right", fontsize=8)
@@ -117,6 +129,19 @@ def draw_cost(program: str, chip: str, measured_ms: float, programs: dict):
     ax.set_title(head, fontsize=9)
     fig.subplots_adjust(left=0.2, right=0.97, bottom=0.22, top=0.85)
     plt.show()
+
+
+def cost_twin(programs: dict, program: str | None = None, chips=None):
+    """Kernel-free twin of ``cost_explorer``: one program's clocks, one slider step per chip."""
+    from . import twin
+    if not programs:
+        raise ValueError("programs must hold at least one (flops, hbm_bytes, ici_bytes) entry")
+    program = program or next(iter(programs))
+    chips = list(chips or CHIPS)
+    return twin(cost_series, "chip", chips, fixed={"program": program, "programs": programs},
+                title=f"{program}：三只时钟", slider_label="芯片", legend=True,
+                active=chips.index("TPU v5e") if "TPU v5e" in chips else 0,
+                xaxis={"title": {"text": "耗时（ms）"}}, yaxis={"autorange": "reversed"}, height=360)
 
 
 def cost_explorer(programs: dict, measured_ms: float = 0.0):

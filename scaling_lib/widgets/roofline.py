@@ -11,7 +11,7 @@ from .. import hardware, roofline
 from ..units import fmt_time, fmt_num
 
 __all__ = ["DTYPE_MODES", "op_result", "draw_roofline", "roofline_explorer", "draw_batch",
-           "batch_explorer"]
+           "batch_explorer", "batch_series", "batch_twin"]
 
 #: dtype combinations: label -> (x, w, out, compute)
 DTYPE_MODES = {
@@ -100,32 +100,60 @@ def roofline_explorer(chip="TPU v5e"):
     return explorer(controls, draw)
 
 
+def batch_series(chip="TPU v5e", mode="bf16（全部）", D=4096, F=4096, B_max=2048) -> list:
+    """T_math, T_comms (HBM) and their max against B for X[B,D]·W[D,F], plus the exact crossover
+    B* and the asymptotic rule, as trace dicts (µs). One definition for ``draw_batch`` (widget)
+    and ``batch_twin`` (plotly, website)."""
+    chip = hardware.get(chip)
+    if mode not in DTYPE_MODES:
+        raise ValueError(f"unknown dtype mode {mode!r}; allowed: {', '.join(DTYPE_MODES)}")
+    x, w, out, compute = DTYPE_MODES[mode]
+    Bs = np.unique(np.geomspace(1, int(B_max), 200).astype(int))
+    tm = roofline.t_math(roofline.matmul_flops(Bs, D, F), chip.peak(compute)) * 1e6
+    tc = roofline.t_comms(roofline.matmul_bytes(Bs, D, F, x, w, out), chip.hbm_bw) * 1e6
+    bstar = roofline.critical_batch(chip, w=w, compute=compute, D=D, F=F, x=x, out=out)
+    brule = roofline.critical_batch(chip, w=w, compute=compute)
+    lo, hi = float(min(tm.min(), tc.min())), float(max(tm.max(), tc.max()))
+    traces = [{"x": Bs, "y": tm, "name": "T_math", "mode": "lines", "line": {"color": "#0072B2"}},
+              {"x": Bs, "y": tc, "name": "T_comms（HBM）", "mode": "lines", "line": {"color": "#D55E00"}},
+              {"x": Bs, "y": np.maximum(tm, tc), "name": "下界 max", "mode": "lines",
+               "line": {"color": "#000000", "dash": "dash", "width": 1.3}}]
+    if np.isfinite(bstar):
+        traces.append({"x": [bstar, bstar], "y": [lo, hi], "name": f"精确交点 B* ≈ {bstar:.0f}",
+                       "mode": "lines", "line": {"color": "#009E73", "width": 2}})
+    traces.append({"x": [brule, brule], "y": [lo, hi], "name": f"渐近规则 ≈ {brule:.0f}",
+                   "mode": "lines", "line": {"color": "#999999", "dash": "dot", "width": 1.3}})
+    return traces
+
+
 def draw_batch(chip="TPU v5e", mode="bf16（全部）", D=4096, F=4096, B_max=2048, ax=None):
     """T_math and T_comms of X[B,D]·W[D,F] against B with the exact crossover B*."""
     import matplotlib.pyplot as plt
+    from . import plot_traces
 
-    chip = hardware.get(chip)
+    c = hardware.get(chip)
     x, w, out, compute = DTYPE_MODES[mode]
-    Bs = np.unique(np.geomspace(1, int(B_max), 200).astype(int))
-    tm = roofline.t_math(roofline.matmul_flops(Bs, D, F), chip.peak(compute))
-    tc = roofline.t_comms(roofline.matmul_bytes(Bs, D, F, x, w, out), chip.hbm_bw)
-    bstar = roofline.critical_batch(chip, w=w, compute=compute, D=D, F=F, x=x, out=out)
-    brule = roofline.critical_batch(chip, w=w, compute=compute)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(Bs, tm * 1e6, label="T_math", color="#0072B2")
-    ax.plot(Bs, tc * 1e6, label="T_comms（HBM）", color="#D55E00")
-    ax.plot(Bs, np.maximum(tm, tc) * 1e6, color="k", lw=1, ls="--", label="下界 max")
-    if np.isfinite(bstar):
-        ax.axvline(bstar, color="#009E73", lw=1.5, label=f"精确交点 B* ≈ {bstar:.0f}")
-    ax.axvline(brule, color="0.5", ls=":", label=f"渐近规则 ≈ {brule:.0f}")
+    plot_traces(ax, batch_series(chip, mode, D, F, B_max))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("批次大小 B（token）")
     ax.set_ylabel("耗时（µs）")
-    ax.set_title(f"{chip.name}：X[B,{D}]·W[{D},{F}]")
+    ax.set_title(f"{c.name}：X[B,{D}]·W[{D},{F}]")
     ax.legend(fontsize=8)
-    return bstar
+    return roofline.critical_batch(c, w=w, compute=compute, D=D, F=F, x=x, out=out)
+
+
+def batch_twin(chips=("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), mode="bf16（全部）", D=4096,
+               F=4096, B_max=2048):
+    """Kernel-free twin of ``batch_explorer``: the same curves, one slider step per chip."""
+    from . import twin
+    names = [hardware.get(c).name for c in chips]
+    return twin(batch_series, "chip", names, fixed={"mode": mode, "D": D, "F": F, "B_max": B_max},
+                title=f"X[B,{D}]·W[{D},{F}] 的两只时钟", slider_label="芯片",
+                xaxis={"title": {"text": "批次大小 B（token）"}, "type": "log"},
+                yaxis={"title": {"text": "耗时（µs）"}, "type": "log"})
 
 
 def batch_explorer(chip="TPU v5e"):

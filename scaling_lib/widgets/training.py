@@ -17,7 +17,7 @@ from ..units import fmt_bytes, fmt_num, fmt_time
 __all__ = ["splits", "roofline_curves", "draw_training_roofline", "training_roofline_figure",
            "draw_llama_plan", "llama_explorer", "regime_map", "draw_regime_map", "regime_explorer",
            "roofline_explorer", "draw_planner", "planner_explorer", "MODEL_CHOICES",
-           "CHIP_CHOICES", "strategy_time_curves"]
+           "CHIP_CHOICES", "strategy_time_curves", "llama_series", "llama_twin"]
 
 MODEL_CHOICES = ("LLaMA-3-8B", "LLaMA-2-13B", "LLaMA-3-70B", "LLaMA-3.1-405B", "Mixtral-8x7B")
 CHIP_CHOICES = ("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e", "H100")
@@ -271,12 +271,8 @@ def draw_llama_plan(model="LLaMA-3-70B", tokens_t=15.0, log2_batch=22, chip="TPU
           f"每芯片内存约 {fmt_bytes(mem)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 3.4))
-    tpc = np.geomspace(10, 1e4, 120)
-    ax.plot(tpc, tpc / e["fsdp_bound"], label="纯 FSDP（三个轴）")
-    ax.plot(tpc, np.sqrt(tpc / e["mixed_bound"]), label="最优 FSDP + TP")
-    ax.axhline(1, color="k", ls=":", lw=1)
-    ax.scatter([e["tokens_per_chip"]], [max(e["ratio"], e["tokens_per_chip"] / e["fsdp_bound"])],
-               color="#D55E00", zorder=5, label="这次训练")
+    from . import plot_traces
+    plot_traces(ax, _llama_traces(e))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(1e-2, 30)
@@ -286,6 +282,43 @@ def draw_llama_plan(model="LLaMA-3-70B", tokens_t=15.0, log2_batch=22, chip="TPU
     ax.set_title(f"{m.name}：{verdict}", fontsize=9.5)
     ax.legend(fontsize=8)
     return e
+
+
+def _llama_traces(e: dict) -> list:
+    tpc = np.geomspace(10, 1e4, 120)
+    return [{"x": tpc, "y": tpc / e["fsdp_bound"], "name": "纯 FSDP（三个轴）", "mode": "lines",
+             "line": {"color": "#0072B2"}},
+            {"x": tpc, "y": np.sqrt(tpc / e["mixed_bound"]), "name": "最优 FSDP + TP", "mode": "lines",
+             "line": {"color": "#D55E00"}},
+            {"x": [tpc[0], tpc[-1]], "y": [1.0, 1.0], "name": "计算 = 通信", "mode": "lines",
+             "line": {"color": "#000000", "dash": "dot", "width": 1}},
+            {"x": [e["tokens_per_chip"]], "y": [max(e["ratio"], e["tokens_per_chip"] / e["fsdp_bound"])],
+             "name": "这次训练", "mode": "markers", "marker": {"color": "#CC79A7", "size": 10}}]
+
+
+def llama_series(model="LLaMA-3-70B", tokens_t=15.0, log2_batch=22, chip="TPU v5p", n_pods=1,
+                 mfu=0.4, seq_len=4096) -> list:
+    """The compute/comms ratio curves and this run's point (tokens per chip on x), as trace dicts:
+    one definition for ``draw_llama_plan`` (widget) and ``llama_twin`` (plotly, website)."""
+    m, c = models.get(model), hardware.get(chip)
+    if c.family != "tpu":
+        raise ValueError(f"this explorer plans TPU pods; {c.name} is a {c.family}")
+    N = int(np.prod(c.pod_shape)) * int(n_pods)
+    e = tr.estimate_train_days(m, tokens_t * 1e12, 2 ** int(log2_batch), c, N, n_pods=int(n_pods),
+                               mfu=float(mfu), seq_len=int(seq_len))
+    return _llama_traces(e)
+
+
+def llama_twin(model="LLaMA-3-70B", chip="TPU v5p", log2_batches=range(18, 26)):
+    """Kernel-free twin of ``llama_explorer``: the run's point as the batch grows (one pod)."""
+    from . import twin
+    vals = list(log2_batches)
+    return twin(llama_series, "log2_batch", vals, labels=[f"2^{v}" for v in vals],
+                fixed={"model": model, "chip": chip}, active=vals.index(22) if 22 in vals else 0,
+                title=f"{models.get(model).name} 在一个 {hardware.get(chip).name} Pod 上",
+                slider_label="批次 token 数",
+                xaxis={"title": {"text": "每芯片 token 数"}, "type": "log"},
+                yaxis={"title": {"text": "计算时间 / 通信时间"}, "type": "log", "range": [-2, 1.5]})
 
 
 def llama_explorer():

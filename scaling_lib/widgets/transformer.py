@@ -14,7 +14,7 @@ from ..units import dtype_bytes, fmt_bytes, fmt_num
 
 __all__ = ["PART_LABELS", "FLOP_LABELS", "build_config", "accountant_text", "draw_accountant",
            "accountant", "draw_remat", "remat_planner", "context_steps", "draw_context",
-           "context_explorer"]
+           "context_explorer", "context_series", "context_twin"]
 
 #: Chinese labels of params_by_part keys, merged into the bars' groups.
 PART_LABELS = {"embedding": "嵌入", "pos_embedding": "嵌入", "attn_q": "注意力 QKVO",
@@ -225,11 +225,43 @@ def context_steps(model_names, seq_lens):
     return steps
 
 
+def context_series(chip="TPU v5e", group=8, phase="prefill", seq_len=8192) -> list:
+    """Attention's arithmetic intensity against context length (prefill: T = S; decode: T = 1),
+    the chip's critical intensity and the chosen S, as trace dicts: one definition for
+    ``draw_context`` (widget) and ``context_twin`` (plotly, website)."""
+    if phase not in ("prefill", "decode"):
+        raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+    chip = hardware.get(chip)
+    ss = np.logspace(8, 20, 40, base=2)
+    ts = ss if phase == "prefill" else np.ones_like(ss)
+    inten = np.asarray(tr.attention_arithmetic_intensity(ts, ss, int(group)), dtype=float)
+    crit = chip.critical_intensity()
+    lo, hi = float(min(inten.min(), crit) / 2), float(max(inten.max(), crit) * 2)
+    return [{"x": ss, "y": inten, "name": "注意力的算术强度", "mode": "lines", "line": {"color": "#0072B2"}},
+            {"x": [ss[0], ss[-1]], "y": [crit, crit], "name": f"{chip.name} 临界强度 {crit:.0f}",
+             "mode": "lines", "line": {"color": "#000000", "dash": "dash", "width": 1.3}},
+            {"x": [float(seq_len)] * 2, "y": [lo, hi], "name": f"S = {int(seq_len)}", "mode": "lines",
+             "line": {"color": "#999999", "dash": "dot", "width": 1.3}}]
+
+
+def context_twin(chips=("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), group=8, phase="decode",
+                 seq_len=8192):
+    """Kernel-free twin of ``context_explorer``'s intensity panel: one slider step per chip."""
+    from . import twin
+    names = [hardware.get(c).name for c in chips]
+    return twin(context_series, "chip", names, fixed={"group": group, "phase": phase, "seq_len": seq_len},
+                title=f"注意力的算术强度（G = {group}，{'预填充' if phase == 'prefill' else '解码'}）",
+                slider_label="芯片", active=0,
+                xaxis={"title": {"text": "上下文长度 S（token）"}, "type": "log"},
+                yaxis={"title": {"text": "FLOPs/字节"}, "type": "log"})
+
+
 def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len=8192,
                  batch=1, show=True):
     """W4.2: one layer of a D-wide model (F = 4D, H = 128, N = D/128, K = N/G) on ``chip``:
     attention vs MLP roofline time at this context, and attention intensity vs context."""
     import matplotlib.pyplot as plt
+    from . import plot_traces
 
     if phase not in ("prefill", "decode"):
         raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
@@ -246,17 +278,13 @@ def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len
     t = S if phase == "prefill" else 1.0
     t_att = float(tr.attention_time(cfg, b, t, S, chip))
     t_mlp = float(tr.mlp_time(cfg, b * t, chip))
-    ss = np.logspace(8, 20, 40, base=2)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.2), gridspec_kw={"width_ratios": [1, 1.5]})
     ax1.bar(["点积注意力", "FFN"], [t_att * 1e6, t_mlp * 1e6], color=["#D55E00", "#E69F00"])
     ax1.set_ylabel("每层耗时（µs，Roofline 下界）")
     ax1.set_title(f"{chip.name}，{'预填充' if phase == 'prefill' else '解码'}，S = {int(S)}")
-    ts = ss if phase == "prefill" else np.ones_like(ss)
-    ax2.loglog(ss, tr.attention_arithmetic_intensity(ts, ss, group), color="#0072B2",
-               label="注意力的算术强度")
-    ax2.axhline(chip.critical_intensity(), color="k", ls="--", lw=1,
-                label=f"临界强度 {chip.critical_intensity():.0f}")
-    ax2.axvline(S, color="0.5", ls=":", lw=1)
+    plot_traces(ax2, context_series(chip.name, group, phase, seq_len))
+    ax2.set_xscale("log")
+    ax2.set_yscale("log")
     ax2.set_xlabel("上下文长度 S（token）")
     ax2.set_ylabel("FLOPs/字节")
     ax2.legend(fontsize=7)

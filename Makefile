@@ -10,7 +10,7 @@ NBVAL := -p nbval --nbval --nbval-current-env --nbval-cell-timeout=180 \
          --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
 
-.PHONY: book test execute student grade serve clean venv fonts assets chromium bubblewrap screenshots \
+.PHONY: book test execute student grade serve clean venv fonts assets chromium bubblewrap screenshots bench-site \
         test-colab test-other-cpu wheel nbval-one ledger
 
 ## make book: create .venv, install everything, build the website; prints the path of index.html
@@ -57,6 +57,12 @@ chromium:
 ## make screenshots: PNG of each chapter's first screen -> _build/screenshots/
 screenshots: book chromium
 	$(PY) tools/browser.py _build/html _build/screenshots
+
+## make bench-site: page weight and first contentful paint of the built site on a throttled
+## mid-range phone (CPU x4, 1.6 Mbit/s, 150 ms RTT); budget: chapter pages < 1.5 MB, FCP < 2.5 s
+bench-site: chromium
+	@test -f _build/html/index.html || { echo "build the site first: make book"; exit 1; }
+	$(PY) tools/bench_site.py _build/html --runs 3 --json _build/bench-site.json
 
 ## make test-colab: the Colab path. Build the wheel, install it (non-editable, --no-deps) into an
 ## environment with Colab's versions (requirements-colab.txt), import every module from it, then run

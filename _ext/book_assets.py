@@ -225,6 +225,8 @@ def _rewrite_pages(outdir: Path) -> list:
         new = _IMG.sub('<img loading="lazy" decoding="async" ', text)
         for old, zh in UI_STRINGS.items():
             new = new.replace(old, zh)
+        # L2: ✓/✗ are in every font; the colour emoji ✅/❌ show as boxes where no emoji font is
+        new = new.replace("✅", "✓").replace("❌", "✗")
         if new != text:
             p.write_text(new, encoding="utf-8")
         texts.append(new)

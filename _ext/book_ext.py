@@ -198,12 +198,42 @@ class HideTestHarness(SphinxPostTransform):
                 lit.rawsource = new
 
 
+class AsidesToMargin(SphinxPostTransform):
+    """A paragraph that is one parenthetical aside (（……）, an erratum or a side remark: what the
+    original book puts in a footnote) becomes a side note in the right margin on wide screens
+    (sphinx-book-theme's ``margin``), a small note in the text on phones."""
+
+    default_priority = 31
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for para in list(self.document.findall(nodes.paragraph)):
+            text = para.astext().strip()
+            if not (text.startswith("（") and text.endswith("）") and len(text) > 30):
+                continue
+            if not isinstance(para.parent, nodes.section):
+                continue
+            if text.count("（") != text.count("）"):
+                continue
+            side = nodes.sidebar(classes=["margin", "book-aside"])
+            new = para.deepcopy()
+            first, last = new.children[0], new.children[-1]
+            if isinstance(first, nodes.Text) and str(first).startswith("（"):
+                new.replace(first, nodes.Text(str(first)[1:]))
+            last = new.children[-1]
+            if isinstance(last, nodes.Text) and str(last).endswith("）"):
+                new.replace(last, nodes.Text(str(last)[:-1]))
+            side += new
+            para.replace_self(side)
+
+
 def setup(app):
     app.setup_extension("book_exercises")
     app.setup_extension("book_assets")
     app.add_js_file("book.js", loading_method="defer")
     app.connect("config-inited", _abs_search_dict)
     app.add_post_transform(HideTestHarness)
+    app.add_post_transform(AsidesToMargin)
     app.connect("env-get-updated", _equation_numbers, priority=900)
     app.connect("doctree-resolved", _alt_text)
     app.connect("html-page-context", _plotly_js)

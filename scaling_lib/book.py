@@ -6,7 +6,7 @@ failing with an ImportError.
 """
 from __future__ import annotations
 
-__all__ = ["glue"]
+__all__ = ["glue", "table", "Table"]
 
 
 def glue(name: str, value, display: bool = False):
@@ -104,3 +104,60 @@ def show_source(obj, summary: str | None = None, open: bool = False) -> SourceBl
 
 
 __all__ += ["show_source", "SourceBlock"]
+
+
+def _width(s: str) -> int:
+    """Columns ``s`` takes in a monospace font: CJK and full-width characters count two."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in s)
+
+
+def _pad(s: str, width: int, right: bool) -> str:
+    gap = " " * max(0, width - _width(s))
+    return gap + s if right else s + gap
+
+
+class Table:
+    """Rows shown as an HTML table (website, Jupyter, Colab) and, as plain text, padded by
+    display width so that Chinese and ASCII columns line up (website-review M1, M6).
+
+    ``align``: one letter per column, "l" or "r"; default: first column left, the rest right.
+    Cells are shown with ``str``; format numbers before passing them.
+    """
+
+    def __init__(self, rows, header=None, align: str | None = None):
+        self.rows = [[str(c) for c in r] for r in rows]
+        self.header = [str(h) for h in header] if header is not None else None
+        ncols = {len(r) for r in self.rows} | ({len(self.header)} if self.header else set())
+        if len(ncols) > 1:
+            raise ValueError(f"every row (and the header) needs the same number of cells, got {sorted(ncols)}")
+        n = ncols.pop() if ncols else 0
+        align = align or ("l" + "r" * max(0, n - 1))
+        if len(align) != n or set(align) - {"l", "r"}:
+            raise ValueError(f"align needs one of 'l'/'r' per column ({n}), got {align!r}")
+        self.align = align
+
+    def __repr__(self) -> str:
+        lines = ([self.header] if self.header else []) + self.rows
+        if not lines:
+            return ""
+        widths = [max(_width(r[i]) for r in lines) for i in range(len(self.align))]
+        out = ["  ".join(_pad(c, w, a == "r") for c, w, a in zip(r, widths, self.align)).rstrip()
+               for r in lines]
+        if self.header:
+            out.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        import html as _h
+        style = lambda a: ' style="text-align:right"' if a == "r" else ' style="text-align:left"'
+        head = ("<thead><tr>" + "".join(f"<th{style(a)}>{_h.escape(c)}</th>" for c, a in zip(self.header, self.align))
+                + "</tr></thead>") if self.header else ""
+        body = "".join("<tr>" + "".join(f"<td{style(a)}>{_h.escape(c)}</td>" for c, a in zip(r, self.align))
+                       + "</tr>" for r in self.rows)
+        return f'<table class="book-table">{head}<tbody>{body}</tbody></table>'
+
+
+def table(rows, header=None, align: str | None = None) -> Table:
+    """A ``Table`` of ``rows`` (end a cell with it, or ``display`` it)."""
+    return Table(rows, header, align)

@@ -76,6 +76,9 @@ def test_every_page_loads_clean(served):
         html = (html_dir / rel).read_text(encoding="utf-8")
         if 'class="math' in html and page.locator("mjx-container").count() == 0:
             problems.append("math not typeset (no mjx-container)")
+        # figures are lazy: load them all now, then check that each one decoded
+        page.evaluate("() => Promise.all(Array.from(document.images).map(i => { i.loading = 'eager';"
+                      " return i.decode().catch(() => null); }))")
         broken = page.evaluate("() => Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
                                ".map(i => i.src)")
         problems += [f"image not loaded: {s}" for s in broken]
@@ -386,3 +389,32 @@ def test_chapter_pages_stay_under_the_byte_budget(served):
             failures.append("search.html does not load the search index")
     print("chapter page weights (bytes):", weights)
     assert not failures, "\n".join(failures)
+
+
+def test_figures_are_sharp_and_zoom_on_tap(served):
+    """M2: output figures carry twice their display size in pixels, fit a 390 px screen, and a
+    tap opens them full size (Escape closes)."""
+    html_dir, base, b = served
+    ctx = b.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3, is_mobile=True,
+                        has_touch=True)
+    page = ctx.new_page()
+    page.goto(base + "chapters/01_roofline.html", wait_until="load")
+    page.evaluate("() => Promise.all(Array.from(document.querySelectorAll('.cell_output img')).map(i => {"
+                  " i.loading = 'eager'; return i.decode().catch(() => null); }))")
+    imgs = page.evaluate("""() => [...document.querySelectorAll('.cell_output img')].map(i => ({
+        natural: i.naturalWidth, shown: i.getBoundingClientRect().width, attr: i.getAttribute('width') || i.style.width,
+        right: i.getBoundingClientRect().right, src: i.currentSrc}))""")
+    assert len(imgs) >= 5, imgs
+    soft = [i["src"].rsplit("/", 1)[-1] for i in imgs if i["natural"] < 1.9 * float(str(i["attr"]).rstrip("px") or 0)]
+    assert not soft, f"figures not stored at 2x their display width: {soft[:5]}"
+    wide = [i["src"].rsplit("/", 1)[-1] for i in imgs if i["right"] > 392]
+    assert not wide, f"figures wider than a 390 px screen: {wide[:5]}"
+    target = page.locator(".cell_output img").nth(2)
+    target.scroll_into_view_if_needed()
+    target.click()
+    overlay = page.locator(".book-zoom-overlay img")
+    overlay.wait_for(timeout=3000)
+    assert overlay.evaluate("i => i.getBoundingClientRect().width") > 390, "zoomed figure is not larger"
+    page.keyboard.press("Escape")
+    assert page.locator(".book-zoom-overlay").count() == 0
+    ctx.close()

@@ -86,3 +86,114 @@ def test_exercise_colab_button_points_at_student_copy(site):
     page = (html_dir / "exercises" / "01_roofline.html").read_text(encoding="utf-8")
     assert "colab.research.google.com/github/" in page
     assert "/exercises/student/01_roofline.ipynb" in page
+
+
+# ---- website-review.md (issue #15): checks on the written HTML ------------------------------
+
+def _chapter_pages(html_dir):
+    return sorted((html_dir / "chapters").glob("*.html"))
+
+
+def test_every_chapter_with_widgets_has_a_kernel_free_twin(site):
+    """H3: a chapter whose explorers are static previews also has at least one plotly figure
+    that responds without a kernel."""
+    html_dir, _ = site
+    lacking = [p.name for p in _chapter_pages(html_dir)
+               if "book-widget-preview" in (t := p.read_text(encoding="utf-8")) and "plotly-graph-div" not in t]
+    assert not lacking, f"chapters with widgets but no kernel-free figure: {lacking}"
+
+
+def test_intro_lists_the_real_chapter_titles(site):
+    """M12: the reading list in the introduction names each chapter by its title."""
+    html_dir, _ = site
+    intro = (html_dir / "chapters" / "00_intro.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a class="reference internal" href="(\d\d_[a-z_]+)\.html"><span class="doc">([^<]+)</span>'
+                       r'|<a class="reference internal" href="(\d\d_[a-z_]+)\.html">([^<]+)</a>', intro)
+    checked = 0
+    for a, b, c, d in links:
+        name, text = (a, b) if a else (c, d)
+        if not text.startswith("第"):
+            continue
+        page = (html_dir / "chapters" / f"{name}.html").read_text(encoding="utf-8")
+        title = re.sub(r"<[^>]+>", "", re.search(r"<h1>(.*?)</h1>", page, re.S).group(1)).replace("#", "").strip()
+        assert text.strip() == title, f"intro says {text!r}, the chapter is {title!r}"
+        checked += 1
+    assert checked >= 12, f"only {checked} chapter links checked in the intro"
+
+
+def test_glossary_defines_terms_without_writer_rules(site):
+    """M11: the 说明 column says what a term means; style rules for writers are not there."""
+    html_dir, _ = site
+    page = (html_dir / "appendix" / "glossary.html").read_text(encoding="utf-8")
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", page, re.S)[1:]
+    assert len(rows) > 250
+    empty, rules = [], []
+    for r in rows:
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+        if len(cells) != 4:
+            continue
+        if not cells[3]:
+            empty.append(cells[0])
+        if re.search(r"不用“|首注|保留英文|不写 |seed|CANON", cells[3]):
+            rules.append(f"{cells[0]}: {cells[3][:40]}")
+    assert not empty, f"terms without a definition: {empty[:10]}"
+    assert not rules, f"writer rules in the glossary: {rules[:10]}"
+
+
+def test_cheat_sheet_sources_are_for_readers(site):
+    """M10: the hardware page ends with a Chinese sources table, no internal provenance IDs."""
+    html_dir, _ = site
+    page = (html_dir / "appendix" / "hardware.html").read_text(encoding="utf-8")
+    assert "CANON" not in page and "book ch.2 table" not in page
+    assert "数据从哪儿来" in page and page.count("原书") >= 5
+
+
+def test_equations_are_numbered_per_chapter(site):
+    """L15: chapter 5's equations read (5.1), (5.2), ... like its exercises."""
+    html_dir, _ = site
+    page = (html_dir / "chapters" / "05_training.html").read_text(encoding="utf-8")
+    nums = re.findall(r'<span class="eqno">\((\d+(?:\.\d+)?)\)', page)
+    assert nums, "no numbered equations in chapter 5"
+    assert all(n.startswith("5.") for n in nums), nums[:5]
+    assert nums[0] == "5.1"
+
+
+def test_pages_have_footer_attribution_meta_and_chinese_ui(site):
+    """L12 (who wrote what, licence), L13 (description for link previews), L3 (UI in Chinese),
+    L11 (no duplicate ids from sphinx-exercise), L2 (no colour-emoji check marks)."""
+    html_dir, _ = site
+    bad = []
+    for p in [html_dir / "chapters" / "01_roofline.html", html_dir / "exercises" / "05_training.html"]:
+        t = p.read_text(encoding="utf-8")
+        if "How to Scale Your Model" not in t.split('<footer', 1)[-1] or "Apache-2.0" not in t:
+            bad.append(f"{p.name}: footer lacks the attribution or the licence")
+        if '<meta name="description"' not in t or 'property="og:title"' not in t:
+            bad.append(f"{p.name}: no description/OpenGraph meta")
+        for english in ("Toggle primary sidebar", "Launch interactive content", "Show code cell", ">Solution<",
+                        "列印"):
+            if english in t:
+                bad.append(f"{p.name}: untranslated UI string {english!r}")
+        if t.count('id="exercise-content"') or t.count('id="solution-content"'):
+            bad.append(f"{p.name}: duplicate sphinx-exercise ids")
+        if "✅" in t or "❌" in t:
+            bad.append(f"{p.name}: colour emoji check marks")
+    assert not bad, "\n".join(bad)
+
+
+def test_precompressed_assets_and_light_scripts(site):
+    """M8: every text asset has a precompressed twin; pages load no fontawesome.js, no widget
+    manager, and the search scripts only on search.html."""
+    html_dir, _ = site
+    missing = [p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*")
+               if p.suffix in (".html", ".js", ".css") and p.stat().st_size > 1024
+               and "_sources" not in p.parts and not p.with_name(p.name + ".gz").exists()]
+    assert not missing, f"no .gz beside: {missing[:10]}"
+    page = (html_dir / "chapters" / "02_tpus.html").read_text(encoding="utf-8")
+    head = page.split("</head>")[0]
+    for heavy in ("fontawesome.js", "searchindex.js", "searchtools.js", "embed-amd.js", "require.js"):
+        assert heavy not in page, heavy
+    sync = [s for s in re.findall(r"<script ([^>]*)src=\"([^\"]+)\"", head) if "defer" not in s[0] and "async" not in s[0]]
+    assert [s[1] for s in sync] == [s[1] for s in sync if "documentation_options" in s[1]], \
+        f"render-blocking scripts in <head>: {sync}"
+    search = (html_dir / "search.html").read_text(encoding="utf-8")
+    assert "searchindex.js" in search

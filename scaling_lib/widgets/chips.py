@@ -83,11 +83,11 @@ def draw_compare(a="TPU v5p", b="H100", ax=None):
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"带宽阶梯：{ca.name} 对比 {cb.name}", fontsize=9)
     plt.show()
-    width = max(len(q) for q, *_ in compare_rows(ca, cb)) + 2
+    from IPython.display import display
+    from ..book import table
     fmt = lambda v: "—" if v is None else fmt_num(v)
-    print(f"{'':{width}s}{ca.name:>12s}{cb.name:>12s}{'后/前':>10s}")
-    for q, va, vb, r in compare_rows(ca, cb):
-        print(f"{q:{width}s}{fmt(va):>12s}{fmt(vb):>12s}{fmt(r):>10s}")
+    display(table([(q, fmt(va), fmt(vb), fmt(r)) for q, va, vb, r in compare_rows(ca, cb)],
+                  header=["", ca.name, cb.name, "后/前"]))
 
 
 def chip_compare_explorer():

@@ -75,6 +75,15 @@
         layout[k] = Object.assign({}, layout[k], {exponentformat: "power"});
       }
     });
+    // category x axes (long Chinese labels, often rotated): keep the slider clear of the ticks
+    var first = data && data[0];
+    if (first && first.x && typeof first.x[0] === "string" && (layout.sliders || []).length) {
+      layout.sliders = layout.sliders.map(function (s) {
+        return Object.assign({}, s, {pad: Object.assign({}, s.pad || {}, {t: Math.max((s.pad || {}).t || 0, 110)})});
+      });
+      layout.height = (layout.height || 450) + 50;
+      document.getElementById(id).style.height = layout.height + "px";
+    }
     if (narrow) {
       config.displayModeBar = false;
       var title = layout.title && typeof layout.title === "object" ? layout.title : {text: layout.title || ""};

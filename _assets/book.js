@@ -44,7 +44,9 @@
     }
     document.addEventListener("click", function (ev) {
       var img = ev.target;
-      if (!img || img.tagName !== "IMG" || !img.closest(ZOOMABLE) || img.closest("a")) { return; }
+      if (!img || img.tagName !== "IMG" || !img.closest(ZOOMABLE)) { return; }
+      var link = img.closest("a");  // Sphinx links scaled images to the file: zoom in place instead
+      if (link && !link.classList.contains("image-reference")) { return; }
       ev.preventDefault();
       close();
       overlay = document.createElement("div");

@@ -72,8 +72,9 @@ def _tidy_scripts(app, pagename, templatename, context, doctree):
         if key in seen:
             continue
         seen.add(key)
-        if name and name.split("?")[0].rsplit("/", 1)[-1] in DEFER and "async" not in attrs \
-                and "defer" not in attrs:
+        # search.html runs searchtools.js synchronously, which needs doctools.js already there
+        if pagename != "search" and name and name.split("?")[0].rsplit("/", 1)[-1] in DEFER \
+                and "async" not in attrs and "defer" not in attrs:
             from sphinx.builders.html._assets import _JavaScript
             attrs["defer"] = "defer"
             js = _JavaScript(name, priority=getattr(js, "priority", 500), **attrs)

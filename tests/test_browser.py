@@ -90,7 +90,8 @@ def test_every_page_loads_clean(served):
         page.close()
     elapsed = time.perf_counter() - t0
     assert not failures, "\n".join(failures)
-    assert elapsed < 180, f"browser pass took {elapsed:.0f} s (budget 180 s)"
+    # a budget for the test itself (CI time), not a page-speed test: `make bench-site` measures that
+    assert elapsed < 420, f"browser pass took {elapsed:.0f} s (budget 420 s)"
 
 
 def test_plotly_slider_changes_figure(served):
@@ -305,8 +306,8 @@ def test_static_widgets_are_marked_as_previews(served):
             badge: (w.querySelector('a.book-preview-badge') || {}).innerText || '',
             href: (w.querySelector('a.book-preview-badge') || {}).href || '',
             badgeVisible: !!(w.querySelector('a.book-preview-badge') || {}).offsetParent,
-            controls: w.querySelectorAll('input, select, button').length,
-            enabled: [...w.querySelectorAll('input, select, button')].filter(e => !e.disabled).length,
+            controls: w.querySelectorAll('input, select, button:not(.copybtn)').length,
+            enabled: [...w.querySelectorAll('input, select, button:not(.copybtn)')].filter(e => !e.disabled).length,
             figure: [...w.querySelectorAll('img')].filter(i => i.naturalWidth > 0 || i.loading === 'lazy').length,
         }))""")
         colab = f"https://colab.research.google.com/github/{repo}/blob/{branch}/{rel.replace('.html', '.ipynb')}"

@@ -96,9 +96,15 @@
       layout.margin = {l: Math.min(m.l || 50, 48), r: 8, t: Math.max(m.t || 60, 96), b: m.b || 60};
       layout.height = (layout.height || 450) + 60;
       document.getElementById(id).style.height = layout.height + "px";
+      var wrap = function (s) { return typeof s === "string" ? s.replace("）（", "）<br>（") : s; };
+      layout.title.text = wrap(layout.title.text);
       (layout.sliders || []).forEach(function (s) {
         s.currentvalue = Object.assign({}, s.currentvalue || {}, {font: {size: 12}});
         s.font = Object.assign({}, s.font || {}, {size: 9});
+        s.pad = Object.assign({}, s.pad || {}, {t: Math.max((s.pad || {}).t || 0, 75)});
+        (s.steps || []).forEach(function (st) {   // the slider rewrites the title: wrap it too
+          if (st.args && st.args[1] && st.args[1]["title.text"]) { st.args[1]["title.text"] = wrap(st.args[1]["title.text"]); }
+        });
       });
     } else {
       config.displayModeBar = "hover";

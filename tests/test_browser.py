@@ -360,6 +360,52 @@ def test_outputs_show_no_raw_markdown_or_tex(served):
 CHAPTER_BUDGET_BYTES = 1_500_000
 
 
+PHONE_PAGES = ("chapters/01_roofline.html", "chapters/05_training.html", "chapters/10_jax.html",
+               "chapters/12_gpus.html")
+
+
+@pytest.mark.parametrize("rel", PHONE_PAGES)
+def test_phone_layout_keeps_wide_things_reachable(served, rel):
+    """M3, M4, M7 at 390 px: the page never scrolls sideways; display equations and output lines
+    wider than the column scroll inside their own box (nothing is cut off); plotly figures put the
+    legend above the plot area (not beside it, where it took 40 % of the width) and hide the mode bar."""
+    html_dir, base, b = served
+    page, errors = _device_page(b, base + rel, 390)
+    page.evaluate("() => new Promise(r => { let y = 0; const step = () => { window.scrollTo(0, y += 800);"
+                  " if (y < document.body.scrollHeight) setTimeout(step, 30); else r(); }; step(); })")
+    page.wait_for_timeout(500)
+    r = page.evaluate("""() => {
+        const out = {pageWidth: document.documentElement.scrollWidth, view: window.innerWidth, cut: [], n: 0,
+                     plots: []};
+        for (const el of document.querySelectorAll('div.math, .cell_output pre')) {
+            out.n += 1;
+            if (el.scrollWidth > el.clientWidth + 1) {
+                const ox = getComputedStyle(el).overflowX;
+                if (ox !== 'auto' && ox !== 'scroll') out.cut.push(el.tagName + ' ' + ox + ' ' + el.textContent.slice(0, 40));
+            }
+        }
+        for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+            const leg = gd.querySelector('g.legend'), bg = gd.querySelector('.cartesianlayer .bg, g.draglayer .nsewdrag');
+            const mb = gd.querySelector('.modebar');
+            out.plots.push({legend: leg ? leg.getBoundingClientRect().toJSON() : null,
+                            area: bg ? bg.getBoundingClientRect().toJSON() : null,
+                            width: gd.getBoundingClientRect().width,
+                            modebar: mb ? getComputedStyle(mb).display !== 'none' && mb.offsetParent !== null : false});
+        }
+        return out; }""")
+    page.context.close()
+    assert r["n"] > 0, f"{rel}: no equations or output blocks found"
+    assert r["pageWidth"] <= r["view"] + 2, f"{rel}: the page scrolls sideways ({r['pageWidth']} px > {r['view']} px)"
+    assert not r["cut"], f"{rel}: wider than the column and not scrollable: {r['cut'][:5]}"
+    for i, p in enumerate(r["plots"]):
+        assert p["width"] <= r["view"] + 2, f"{rel}: plotly figure {i} is {p['width']} px wide"
+        assert not p["modebar"], f"{rel}: plotly figure {i} shows its mode bar on a phone"
+        if p["legend"] and p["area"]:
+            assert p["legend"]["bottom"] <= p["area"]["top"] + 2, \
+                f"{rel}: plotly figure {i}: the legend overlaps the plot area ({p['legend']} vs {p['area']})"
+    assert not errors, errors
+
+
 def test_chapter_pages_stay_under_the_byte_budget(served):
     """M8: a chapter page read to the end (lazy figures included) costs < 1.5 MB over the wire,
     served as a host serving the precompressed files would; search assets load only on the search

@@ -190,7 +190,8 @@ def test_equation_numbers_are_per_chapter():
 
 def test_exercise_page_shows_the_student_stub():
     import book_exercises
-    src = '### BEGIN SOLUTION\ni_crit = 1.97e14 / 8.2e11\n### END SOLUTION\ncheck("1.2", i_crit)\n'
+    # exercise 1.2 asks for v6e's ICI critical intensity into `i_crit_ici` (the student copy's stub)
+    src = '### BEGIN SOLUTION\ni_crit_ici = 9.2e14 / 9e10\n### END SOLUTION\ncheck("1.2", i_crit_ici)\n'
     stub = book_exercises.student_stub(src)
-    assert "1.97e14" not in stub and "BEGIN SOLUTION" not in stub
-    assert "i_crit = ..." in stub and 'check("1.2", i_crit)' in stub
+    assert "9.2e14" not in stub and "BEGIN SOLUTION" not in stub
+    assert "i_crit_ici = ..." in stub and 'check("1.2", i_crit_ici)' in stub

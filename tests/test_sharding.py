@@ -423,6 +423,25 @@ def test_widget_plan_and_draw():
     assert max(r["S2"]) < max(r["S1"])
 
 
+def test_widget_card_never_covers_the_bars():
+    """Website review L7: the plan's text card spilled over the top of the bar axes. It now has a
+    row of its own: inside the figure and entirely above the bars, for a one- and a two-collective plan."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scaling_lib.widgets import sharding as w
+    for kw in ({}, {"a_i": "", "a_j": "X", "b_j": "X"}, {"a_i": "", "a_j": "XY", "b_j": "XY", "b_k": ""}):
+        w.draw_matmul(**kw)
+        fig = plt.gcf()
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        card, bars = fig.axes[0], fig.axes[1]
+        box, area = card.texts[0].get_window_extent(r), bars.get_window_extent(r)
+        assert box.y0 >= area.y1, (kw, box, area)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 + 1 and box.y1 <= fig.bbox.y1 + 1, (kw, box, fig.bbox)
+        plt.close(fig)
+
+
 def test_twin_strategies_cross_over():
     from scaling_lib.widgets import sharding as w
     small = w.strategy_costs(256, 8192, 32768)

@@ -84,8 +84,11 @@ def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192
     import matplotlib.pyplot as plt
 
     p = plan_for(a_i, a_j, b_j, b_k, out, X, Y, I, J, K, chip, wrap, strategy, dtype)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.2, 3.6))
+    card = None
+    if ax is None:   # the plan's text card gets a row of its own above the bars (never over them)
+        _, (card, ax) = plt.subplots(2, 1, figsize=(7.2, 4.0), height_ratios=[0.75, 1.0],
+                                     gridspec_kw={"hspace": 0.08})
+        card.axis("off")
     ax.barh([1], [p.t_math * 1e6], color=COLORS["compute"], label="计算 T_math")
     left = 0.0
     for st in p.steps:
@@ -99,7 +102,7 @@ def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192
     ax.set_xlabel("每设备时间（µs）")
     hi = max(p.t_math, p.t_comms) * 1e6
     ax.set_xlim(0, hi * 1.15 if hi > 0 else 1)
-    ax.set_ylim(-0.6, 2.9)
+    ax.set_ylim(-0.6, 1.6 if card is not None else 2.9)
     m = p.mesh
     lines = [p.notation(),
              f"情形 {p.case}；网格 X={m['X']}，Y={m['Y']}；{p.chip}" + _wrap_text(mesh_wrap(chip, X, Y, wrap)),
@@ -109,9 +112,12 @@ def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192
              f"本地形状：A {p.a.local_shape(p.sizes, m)}，B {p.b.local_shape(p.sizes, m)}，"
              f"输出 {p.out.local_shape(p.sizes, m)}；每设备内存（A+B+输出）{fmt_bytes(p.mem_per_device)}",
              f"T_math {fmt_time(p.t_math)}，T_comms {fmt_time(p.t_comms)} → {p.bottleneck}受限"]
-    ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, va="top", fontsize=8.5,
-            bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
-    ax.legend(loc="lower right", fontsize=8, ncol=2)
+    holder = card if card is not None else ax
+    holder.text(0.0 if card is not None else 0.01, 1.0 if card is not None else 0.98, "\n".join(lines),
+                transform=holder.transAxes, va="top", fontsize=8.5,
+                bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
+    ax.legend(loc="upper right", fontsize=8, ncol=2) if card is not None else \
+        ax.legend(loc="lower right", fontsize=8, ncol=2)
     ax.grid(axis="y", visible=False)
     plt.show()
     return p

@@ -407,8 +407,11 @@ def test_animation_plays_in_browser_without_kernel(tmp_path, which):
         cell_index, output_index = 0, 0
     html = PlotlyRenderer.handle_mime(None, Data(), False)[0].astext()
     shutil.copy(os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"), tmp_path)
+    # the site's own book.js defines window.bookPlotly, which the rendered script calls
+    shutil.copy(os.path.join(os.path.dirname(__file__), os.pardir, "_assets", "book.js"), tmp_path)
     (tmp_path / "index.html").write_text('<!doctype html><meta charset="utf-8">'
-                                         f'<script defer src="plotly.min.js"></script>{html}')
+                                         '<script defer src="plotly.min.js"></script>'
+                                         f'<script defer src="book.js"></script>{html}')
     import socket
     import sys
     import urllib.request

@@ -156,14 +156,40 @@ def execute(paths, timeout: int = 300) -> dict:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                 resources={"metadata": {"path": str(Path(p).parent)}},
                                 store_widget_state=True)
+        cpu = {"s": float("nan")}
+
+        def kernel_cpu(**_):   # after every cell: CPU seconds of the kernel and its children
+            cpu["s"] = _kernel_cpu_seconds(client)
+        client.on_cell_executed = kernel_cpu
         client.execute()
         dt = time.perf_counter() - t0
         for c in nb.cells:  # drop per-cell timing metadata: quiet diffs
             c.metadata.pop("execution", None)
         nbformat.write(nb, p)
-        times[str(Path(p).relative_to(ROOT))] = dt
-        print(f"executed {Path(p).relative_to(ROOT)} in {dt:.1f} s", flush=True)
+        times[str(Path(p).relative_to(ROOT))] = {"wall_s": round(dt, 1), "kernel_cpu_s": round(cpu["s"], 1)}
+        print(f"executed {Path(p).relative_to(ROOT)} in {dt:.1f} s "
+              f"(kernel CPU time {cpu['s']:.1f} s)", flush=True)
     return times
+
+
+def _kernel_cpu_seconds(client) -> float:
+    """User + system CPU seconds the notebook's kernel (and any child it started) has used so
+    far, summed over threads. Unlike wall time it does not grow when other jobs share the cores,
+    so it bounds a notebook's time on an idle machine: a kernel that used c CPU seconds needs at
+    most about c seconds of wall time once it has a core to itself (less where XLA compiles or
+    BLAS runs on both cores)."""
+    import psutil
+    try:
+        proc = psutil.Process(client.km.provisioner.process.pid)
+        total = sum(proc.cpu_times()[:2])
+        for ch in proc.children(recursive=True):
+            try:
+                total += sum(ch.cpu_times()[:2])
+            except psutil.Error:
+                pass
+        return total
+    except (AttributeError, psutil.Error):
+        return float("nan")
 
 
 def check() -> list[str]:

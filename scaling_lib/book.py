@@ -106,6 +106,54 @@ def show_source(obj, summary: str | None = None, open: bool = False) -> SourceBl
 __all__ += ["show_source", "SourceBlock"]
 
 
+# ---- glued values as the page shows them (tools/ledger.py and exercises.audit read them) -------
+
+#: a glue role in MyST source: {glue}`k`, {glue:text}`k:.1f`, {glue:text}`../chapters/x.ipynb::k:.0f`
+GLUE_ROLE = __import__("re").compile(r"\{glue(?::(\w+))?\}`([^`]+)`")
+
+
+def glue_records(nb: dict) -> dict:
+    """key -> the stored text/plain of every glue record of an executed notebook (its JSON as a
+    dict); a glued figure or HTML, which has no text, is recorded as ``"(非文本)"``."""
+    if not isinstance(nb, dict) or "cells" not in nb:
+        raise ValueError("glue_records needs an executed notebook's JSON as a dict with 'cells'")
+    out = {}
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            meta = o.get("metadata", {}).get("scrapbook")
+            if not meta:
+                continue
+            text = o.get("data", {}).get("application/papermill.record/text/plain")
+            if text is None:
+                text = "(非文本)"
+            out[meta["name"]] = "".join(text) if isinstance(text, list) else text
+    return out
+
+
+def glue_display(text: str, spec: str = "") -> str:
+    """The text myst-nb puts in the page for a glue record's stored text and a format spec
+    (``{glue:text}`key:.1f```): the stored repr parsed back, then formatted."""
+    import ast
+    if not isinstance(text, str):
+        raise ValueError(f"glue_display needs the record's stored text (a str), got {type(text).__name__}")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    if spec:
+        try:
+            return format(float(value) if not isinstance(value, str) else value, spec)
+        except (TypeError, ValueError):
+            try:
+                return format(float(value), spec)
+            except (TypeError, ValueError):
+                return f"{value}（格式 {spec} 不适用）"
+    return value if isinstance(value, str) else str(value)
+
+
+__all__ += ["GLUE_ROLE", "glue_records", "glue_display"]
+
+
 def _width(s: str) -> int:
     """Columns ``s`` takes in a monospace font: CJK and full-width characters count two."""
     import unicodedata

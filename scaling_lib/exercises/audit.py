@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..book import GLUE_ROLE, glue_display, glue_records
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Expected values that cannot be kept out of a chapter, each with its reason.
@@ -173,34 +175,7 @@ def _ledger() -> dict:
     return out
 
 
-_GLUE = re.compile(r"\{glue(?::(\w+))?\}`([^`]+)`")
-
-
-def _glue_records(nb) -> dict:
-    """key -> the stored text of every glue record of an executed notebook."""
-    out = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
-            meta = o.get("metadata", {}).get("scrapbook")
-            text = o.get("data", {}).get("application/papermill.record/text/plain")
-            if meta and text is not None:
-                out[meta["name"]] = "".join(text) if isinstance(text, list) else text
-    return out
-
-
-def _display(text: str, spec: str) -> str:
-    """A glued value as the page shows it (the ledger's rule, tools/ledger.py)."""
-    import ast
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        value = text
-    if spec:
-        try:
-            return format(value if isinstance(value, str) else float(value), spec)
-        except (TypeError, ValueError):
-            return str(value)
-    return value if isinstance(value, str) else str(value)
+_GLUE = GLUE_ROLE
 
 
 def _with_glue(text: str, records: dict) -> str:
@@ -213,7 +188,7 @@ def _with_glue(text: str, records: dict) -> str:
         key, _, spec = target.partition(":")
         if key.strip() not in records:
             return " "
-        return _display(records[key.strip()], spec.strip() if m.group(1) in ("text", None) else "")
+        return glue_display(records[key.strip()], spec.strip() if m.group(1) in ("text", None) else "")
     return _GLUE.sub(one, text)
 
 
@@ -221,7 +196,7 @@ def _with_glue(text: str, records: dict) -> str:
 def _outputs(nb_path: str) -> tuple:
     nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
     stem = f"{Path(nb_path).parent.name}/{Path(nb_path).stem}"
-    records = _glue_records(nb)
+    records = glue_records(nb)
     shown = []
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] not in ("code", "markdown"):

@@ -2036,6 +2036,101 @@ __all__ += ["pipeline_events", "pipeline_idle", "pipeline_timeline_figure", "zer
             "zero_bubble_figure"]
 
 
+def _draw_dualpipe_events(ax, ev, P: int, head: str):
+    """Draw ``pipeline.dualpipe_events`` on ``ax``: one row per device; direction 0 (fed at
+    device 0) in full colour, direction 1 (fed at device P−1) lighter; an overlapped F&B pair as
+    its two passes stacked (F above, the other direction's backward below) in one black frame."""
+    import matplotlib.patches as mp
+    from . import pipeline as _pl
+
+    total = max(e[5] for e in ev)
+    for r in range(P):
+        ax.add_patch(mp.Rectangle((0, r + 0.1), total, 0.8, facecolor="#eeeeee",
+                                  edgecolor="#cccccc", hatch="///", lw=0.5, zorder=0))
+    base = {"F": COLORS["compute"], "B": COLORS["memory"], "BW": "#8C3A00", "W": COLORS["yellow"]}
+    fs = 7 if total <= 40 else 5.5
+    for r, kind, d, m, a, b, pair in ev:
+        fc = base[kind] if d == 0 else _mix(base[kind], 0.5)
+        y, h = (r + 0.1, 0.8) if not pair else ((r + 0.1, 0.4) if kind == "F" else (r + 0.5, 0.4))
+        ax.add_patch(mp.Rectangle((a, y), b - a, h, facecolor=fc, edgecolor="white", lw=0.6,
+                                  zorder=2))
+        ax.text((a + b) / 2, y + h / 2, str(m), ha="center", va="center", fontsize=fs, zorder=4,
+                color="white" if d == 0 else "#222222")
+        if pair and kind == "F":
+            ax.add_patch(mp.Rectangle((a, r + 0.1), b - a, 0.8, fill=False,
+                                      edgecolor="black", lw=1.3, zorder=5))
+    ax.set_xlim(0, total)
+    ax.set_ylim(P, 0)
+    ax.set_yticks(np.arange(P) + 0.5, [f"设备 {r}" for r in range(P)])
+    ax.set_xlabel("时间（单位：一个阶段的一次前向）")
+    ax.grid(False)
+    idle = _pl.dualpipe_idle(ev, P)
+    ax.set_title(f"{head}，一步 {total:.3g} 个单位，每设备空闲 {max(idle):.3g} 个单位"
+                 f"（占 {max(idle) / total:.0%}）", fontsize=10)
+    return ax
+
+
+def dualpipe_figure(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0, t_wgrad=1.0,
+                    t_fb=None, compare: bool = True):
+    """DualPipe (DeepSeek-V3, ``pipeline.DUALPIPE_SOURCE``) drawn from ``pipeline.dualpipe_events``:
+    devices × time, microbatches fed from both ends (direction 0 from device 0 in full colour,
+    direction 1 from device P−1 lighter), F blue, B (input gradient) orange, W (weight gradient)
+    yellow, a whole backward B+W dark orange; an overlapped F&B pair is one black frame holding
+    a forward of one direction above a backward of the other. Numbers: the microbatch within its
+    direction. ``compare``: 1F1B (``pipeline_events``, backward = t_bgrad + t_wgrad) and ZB-H1
+    (``zero_bubble_events``) with the same devices and microbatches above it, on one time
+    axis; each title gives the step and the idle time per device (the report's Table 2
+    expressions at F = B = W, ``pipeline.bubble_time``). Returns the Figure."""
+    import matplotlib.patches as mp
+    import matplotlib.pyplot as plt
+    from . import pipeline as _pl
+    from .plots import set_style
+
+    if not isinstance(compare, bool):
+        raise TypeError(f"compare must be True or False, got {compare!r}")
+    set_style()
+    ev = _pl.dualpipe_events(n_stages, n_micro, t_fwd, t_bgrad, t_wgrad, t_fb)
+    P = int(n_stages)
+    rows = []
+    if compare:
+        one = pipeline_events("1f1b", P, n_micro, t_fwd, float(t_bgrad) + float(t_wgrad))
+        zb = zero_bubble_events(P, n_micro, t_fwd, t_bgrad, t_wgrad)
+        rows = [(one, f"1F1B：{P} 个阶段，{n_micro} 个微批次"),
+                (zb, "ZB-H1（反向拆成 B 和 W）")]
+    total = max([max(e[5] for e in ev)] + [max(e[4] for e in r[0]) for r in rows])
+    fig, axes = plt.subplots(len(rows) + 1, 1, sharex=True, squeeze=False,
+                             figsize=(min(13, 2.5 + 0.16 * total), 1.2 + 0.5 * P * (len(rows) + 1)))
+    axes = axes[:, 0]
+    for ax, (e, head) in zip(axes, rows):
+        _draw_pipeline_events(ax, e, P, head)
+        busy = sum(x[4] - x[3] for x in e if x[0] == 0 and x[1] in ("F", "B", "W"))
+        t = max(x[4] for x in e)
+        ax.set_title(f"{head}，一步 {t:.3g} 个单位，每设备空闲 {t - busy:.3g} 个单位"
+                     f"（占 {(t - busy) / t:.0%}）", fontsize=10)
+        ax.set_xlabel("")
+        ax.set_yticks(np.arange(P) + 0.5, [f"设备 {r}" for r in range(P)])
+        ax.get_legend().remove()
+        if total > 40:                                   # long steps: smaller cell labels
+            for txt in ax.texts:
+                txt.set_fontsize(5.5)
+    _draw_dualpipe_events(axes[-1], ev, P,
+                          f"DualPipe：两个方向各 {int(n_micro) // 2} 个微批次")
+    axes[-1].set_xlim(0, total)
+    fc = lambda k, d: COLORS[k] if d == 0 else _mix(COLORS[k], 0.5)  # noqa: E731
+    handles = [mp.Patch(facecolor=fc("compute", 0), label="F 前向（数字：微批次）"),
+               mp.Patch(facecolor=fc("memory", 0), label="B 对输入的梯度"),
+               mp.Patch(facecolor=fc("yellow", 0), label="W 对权重的梯度"),
+               mp.Patch(facecolor="#8C3A00", label="B+W 不拆的反向"),
+               mp.Patch(facecolor=fc("compute", 1), label="浅色：从另一端送入的方向"),
+               mp.Patch(facecolor="white", edgecolor="black", label="黑框：F 与 B 重叠（F&B）"),
+               mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=8)
+    return fig
+
+
+__all__ += ["dualpipe_figure"]
+
+
 # ---- inference: what the KV-cache tricks and the serving tricks look like (chapter 7) ----------------
 
 def kv_head_of(n_heads: int, n_kv_heads: int) -> list:
@@ -2331,3 +2426,239 @@ def speculative_figure(spec, gamma: int, n_new=None, t_draft=0.05, t_verify=1.0)
 
 __all__ += ["kv_head_of", "head_sharing_figure", "cross_layer_kv_figure", "prefix_trie",
             "prefix_trie_figure", "speculative_rounds", "speculative_figure"]
+
+
+# ---- networks: the switched fat tree and the torus (chapter 12's opening) -------------------------
+
+def _gbs(x: float) -> str:
+    """A bandwidth per direction for a figure label: '450 GB/s', '12.8 TB/s'."""
+    x = float(x)
+    return f"{x / 1e12:.3g} TB/s" if x >= 1e12 else f"{x / 1e9:.3g} GB/s"
+
+
+def _as_fat_tree(tree):
+    """A ``topology.FatTree`` from a FatTree, a preset name ('h100-superpod', ...) or a GPU
+    ``topology.System`` (its ``fat_tree()``)."""
+    from . import topology
+
+    if isinstance(tree, topology.System):
+        return tree.fat_tree()
+    if isinstance(tree, str):
+        tree = topology.get(tree)
+    if not isinstance(tree, topology.FatTree):
+        raise TypeError(f"tree must be a topology.FatTree, a GPU topology.System or a preset name "
+                        f"such as 'h100-superpod', got {type(tree).__name__} {tree!r}")
+    return tree
+
+
+def fat_tree_levels(tree="h100-superpod") -> list:
+    """Per level of a switched tree, from the node outwards, what ``fat_tree_figure`` draws:
+    dicts with ``name``, ``units`` (how many units of the level the whole tree has), ``degree``
+    (children per unit), ``switches`` (per unit), ``total_switches``, ``gpus`` (GPUs under one
+    unit), ``uplink_bw`` (one child's uplink, per direction), ``unit_bw`` (all children's
+    uplinks) and ``per_node_bw`` (what the level gives each node). All read from the
+    ``topology.FatTree`` (``TreeLevel`` fields, ``per_node_bandwidth``)."""
+    t = _as_fat_tree(tree)
+    per_node = t.per_node_bandwidth()
+    out = []
+    for i, lv in enumerate(t.levels):
+        units = math.prod(x.degree for x in t.levels[i + 1:])
+        out.append({"name": lv.name, "units": units, "degree": lv.degree, "switches": lv.switches,
+                    "total_switches": units * lv.switches, "gpus": t.gpus_under(i),
+                    "uplink_bw": lv.link_bw, "unit_bw": lv.cable_bw, "per_node_bw": per_node[i]})
+    return out
+
+
+def _draw_fat_tree(ax, t, max_nodes: int, route: bool, notes: bool):
+    """Draw ``t`` on ``ax``: bottom row the nodes (first ``max_nodes`` of each unit of the level
+    above, "+k" for the rest), above them one row per level with every switch of every unit as a
+    square (a level without switches in the model: one box per unit), each child joined to every
+    switch of its parent unit. Returns the x positions of the drawn rows and the route drawn."""
+    import matplotlib.patches as mp
+
+    info = fat_tree_levels(t)
+    L = len(info)
+    # x extent: top-down, every unit of level i >= 1 gets a slot; nodes are capped per parent
+    shown = [None] * L                       # per level: list of unit x-centres
+    width = 1.0
+    if L == 1:
+        shown[0] = [0.5 * width]
+    else:
+        n_par = info[1]["units"] if L > 1 else 1
+        per = info[1]["degree"]              # nodes under one unit of the level above
+        k = min(per, max_nodes)
+        slots = n_par * (k + (1 if per > k else 0))
+        step = width / slots
+        nodes, node_parent, x = [], [], 0.0
+        for p in range(n_par):
+            for _ in range(k):
+                nodes.append(x + step / 2)
+                node_parent.append(p)
+                x += step
+            if per > k:
+                ax.text(x + step / 2, 0, f"+{per - k}", ha="center", va="center",
+                        fontsize=7, color="0.35")
+                x += step
+        shown[0] = nodes
+        for i in range(1, L):
+            n = info[i]["units"]
+            shown[i] = [(j + 0.5) * width / n for j in range(n)]
+    sw_x = [None] * L                        # per level >= 1: per unit, the switch x positions
+    colours = [COLORS["compute"], COLORS["comms"], COLORS["yellow"], COLORS["accent"], COLORS["sky"]]
+    for i in range(1, L):
+        n, s = info[i]["units"], max(1, info[i]["switches"])
+        span = 0.8 * width / n
+        sw_x[i] = [[cx - span / 2 + (q + 0.5) * span / s for q in range(s)] for cx in shown[i]]
+        size = min(0.8 * span / s, 0.06)
+        for u, xs in enumerate(sw_x[i]):
+            for x in xs:
+                ax.add_patch(mp.Rectangle((x - size / 2, i - 0.12), size, 0.24,
+                                          facecolor=colours[i % len(colours)], edgecolor="white",
+                                          lw=0.5, zorder=3))
+    # nodes: a box with the node's GPU and switch count
+    nbox = min(0.8 * (shown[0][1] - shown[0][0]) if len(shown[0]) > 1 else 0.3, 0.12)
+    for x in shown[0]:
+        ax.add_patch(mp.FancyBboxPatch((x - nbox / 2, -0.22), nbox, 0.44,
+                                       boxstyle="round,pad=0.003", facecolor=COLORS["compute"],
+                                       edgecolor="white", zorder=3))
+        ax.text(x, 0, f"{info[0]['degree']}\nGPU", ha="center", va="center", fontsize=6,
+                color="white", zorder=4)
+    # edges: every child to every switch of its parent unit
+    for i in range(1, L):
+        deg = info[i]["degree"]
+        if i == 1:
+            children = [(x, node_parent[j]) for j, x in enumerate(shown[0])]
+            for x, p in children:
+                for sx in sw_x[1][p]:
+                    ax.plot([x, sx], [0.22, 1 - 0.12], color="0.55", lw=0.35, zorder=1)
+        else:
+            for u, xs in enumerate(sw_x[i - 1]):
+                p = u // deg
+                for cx in xs:
+                    for sx in sw_x[i][p]:
+                        ax.plot([cx, sx], [i - 1 + 0.12, i - 0.12], color="0.6", lw=0.25,
+                                alpha=0.6, zorder=1)
+    path = None
+    if route and L >= 3:
+        # the first and the last node drawn: their ancestors meet only at the top level
+        def unit(p, i):                      # the level-i unit above level-1 unit p
+            return p // math.prod(info[j]["degree"] for j in range(2, i + 1))
+        pa, pb = node_parent[0], node_parent[-1]
+        path = [(shown[0][0], 0.22)]
+        path += [(sw_x[i][unit(pa, i)][0], i) for i in range(1, L)]
+        path += [(sw_x[i][unit(pb, i)][0], i) for i in range(L - 2, 0, -1)]
+        path.append((shown[0][-1], 0.22))
+        ax.plot([p[0] for p in path], [p[1] for p in path], color=COLORS["memory"], lw=2.2,
+                zorder=5)
+    ax.set_xlim(-0.02, width + (0.75 if notes else 0.02))
+    ax.set_ylim(-0.45, L - 0.55)
+    ax.set_yticks(range(L), ["节点"] + [d["name"] for d in info[1:]])
+    ax.set_xticks([])
+    ax.grid(False)
+    for sp in ("top", "right", "bottom"):
+        ax.spines[sp].set_visible(False)
+    if notes:
+        for i, d in enumerate(info):
+            if i == 0:
+                txt = (f"{d['units']} 个节点，每个 {d['degree']} 颗 GPU、{d['switches']} 个 NVSwitch\n"
+                       f"每 GPU 单向 {_gbs(d['uplink_bw'])}")
+            else:
+                child = "节点" if i == 1 else info[i - 1]["name"]
+                txt = (f"{d['units']} 个单元 × {d['switches']} 台交换机；每单元 {d['degree']} 个{child}\n"
+                       f"每个{child}上行 {_gbs(d['uplink_bw'])}，每节点 {_gbs(d['per_node_bw'])}")
+            ax.text(width + 0.03, i, txt, ha="left", va="center", fontsize=7.5)
+    return path
+
+
+def fat_tree_figure(tree="h100-superpod", max_nodes: int = 3, ax=None):
+    """A switched fat tree drawn from its ``topology.FatTree`` (or a GPU ``topology.System`` /
+    preset name): nodes at the bottom (the first ``max_nodes`` of each unit, the rest counted),
+    every switch of every level as a square (counts from ``TreeLevel.switches``), each child
+    cabled to every switch of its parent unit; on the right, per level (``fat_tree_levels``) the
+    units, switches, uplink bandwidth and the bandwidth per node, which stays the same at every
+    level of a non-blocking tree. Title: GPUs, switches in all, bisection bandwidth. Returns the
+    axes."""
+    import matplotlib.pyplot as plt
+    from .units import check_int
+    from .plots import set_style
+
+    t = _as_fat_tree(tree)
+    check_int("max_nodes", max_nodes)
+    set_style()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 1.0 + 1.1 * len(t.levels)))
+    _draw_fat_tree(ax, t, int(max_nodes), route=False, notes=True)
+    info = fat_tree_levels(t)
+    ax.set_title(f"{t.describe()}：{t.num_chips} 颗 GPU，交换机共 "
+                 f"{sum(d['total_switches'] for d in info)} 台，对分带宽单向 "
+                 f"{_gbs(t.bisection_bandwidth(both_directions=False))}"
+                 f"{'，无阻塞' if t.is_nonblocking() else '，超额订阅'}", fontsize=10)
+    return ax
+
+
+def _torus_route(topo, src, dst) -> list:
+    """A shortest route on ``topo`` from ``src`` to ``dst``, one axis after the other, each axis
+    the short way round (through the wraparound link where that is shorter)."""
+    cur, path = list(topo._coord(src)), [tuple(src)]
+    dst = topo._coord(dst)
+    for i, (n, w) in enumerate(zip(topo.shape, topo.wraps)):
+        d = (dst[i] - cur[i]) % n if w else dst[i] - cur[i]
+        step = 1
+        if w and d > n - d:
+            step, d = -1, n - d
+        elif not w and d < 0:
+            step, d = -1, -d
+        for _ in range(d):
+            cur[i] = (cur[i] + step) % n
+            path.append(tuple(cur))
+    assert len(path) - 1 == topo.hops(src, dst), "route is not a shortest one"
+    return path
+
+
+def torus_vs_fat_tree_figure(tpu="v5p", shape=(4, 4), tree="h100-superpod", max_nodes: int = 2):
+    """Chapter 12's opening contrast, both halves drawn from the library: left, a TPU slice as a
+    torus (``topology.Torus`` with the catalogue's ICI link bandwidth; ``shape`` a 2-D face),
+    every chip cabled only to its neighbours, the route between two far chips highlighted and
+    its hop count, the diameter and the chip's ICI egress (links × link bandwidth, from the
+    catalogue) in the title; right, the GPU fat tree (``fat_tree_figure``'s drawing) with a
+    route between GPUs in different top-level units and its switch count, the NVLink and NIC
+    bandwidth per GPU in the title. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from . import hardware, topology
+    from .plots import set_style
+
+    chip = hardware.get(tpu)
+    if chip.family != "tpu":
+        raise ValueError(f"tpu must be a TPU of the catalogue, got {chip.name} ({chip.family})")
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise ValueError(f"shape must be a 2-D face such as (4, 4) (a 3-D torus is drawn one face "
+                         f"at a time), got {shape!r}")
+    link = hardware.require(chip, "ici_link_bw_1way")
+    links = chip.ici_links or 2 * hardware.require(chip, "torus_dims")
+    torus = topology.Torus(tuple(shape), (True, True), link, label=f"{chip.name} 的一个 "
+                           f"{shape[0]}×{shape[1]} 面")
+    t = _as_fat_tree(tree)
+    g = t.gpu
+    set_style()
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.5]})
+    src, dst = (0, 0), (shape[0] // 2, shape[1] // 2)
+    route = _torus_route(torus, src, dst)
+    torus.draw(ax=a0, path=route, annotate=False)
+    a0.set_title(f"{chip.name}：{chip.torus_dims}-D 环面（画出一个 {shape[0]}×{shape[1]} 面）\n"
+                 f"每颗芯片 {links} 条 ICI 链路 × {_gbs(link)} = 出口 {_gbs(links * link)}；"
+                 f"\n红线 {len(route) - 1} 跳，这一面最远 {torus.max_hops()} 跳，跳数随距离增长",
+                 fontsize=9)
+    path = _draw_fat_tree(a1, t, int(max_nodes), route=True, notes=False)
+    if path is None:
+        raise ValueError(f"{t.describe()} has {len(t.levels)} levels; the contrast needs a tree "
+                         f"with at least node, leaf and spine (3 levels)")
+    n_sw = len(path) - 2                     # the switches between the two GPUs' nodes
+    nvl = t.levels[0].link_bw
+    nic = t.per_node_bandwidth()[1] / t.levels[0].degree if len(t.levels) > 1 else float("nan")
+    a1.set_title(f"GPU {g.name if g else ''}：{t.describe()}，交换机组成的胖树\n"
+                 f"节点内每 GPU {_gbs(nvl)}（NVLink），出节点每 GPU {_gbs(nic)}（网卡）；\n"
+                 f"红线跨单元也只经过 {n_sw} 台交换机，跳数有上限", fontsize=9)
+    return fig
+
+
+__all__ += ["fat_tree_levels", "fat_tree_figure", "torus_vs_fat_tree_figure"]

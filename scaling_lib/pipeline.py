@@ -19,8 +19,12 @@ interleaved min(m, p)·(1 + (p − 1)/(p·v)), DualPipe p + 1; DualPipe keeps 2 
 parameters. Uneven stages (``stage_layers``): the slowest stage sets the pace, so a step takes
 max(layers per stage) / (L/p) times the even-split time.
 Ignores: the p2p time inside the bubble, embedding/head cost on the first/last stage (give them
-fewer layers with ``stage_layers``, as LLaMA 3 405B does), DualPipe's extra bidirectional
-microbatch bookkeeping.
+fewer layers with ``stage_layers``, as LLaMA 3 405B does).
+
+DualPipe is also generated pass by pass (``dualpipe_order``: the per-device order of forwards,
+backwards, weight gradients and overlapped F&B pairs; ``dualpipe_events``: that order timed), so
+the closed form above is checked against a schedule rather than taken on trust; ``bubble_time``
+gives Table 2's idle time per device for 1F1B, ZB-H1 and DualPipe with unequal F, B, W.
 """
 from __future__ import annotations
 
@@ -118,3 +122,247 @@ def stage_imbalance(stage_layers) -> float:
     """max(layers per stage) / mean: how much slower than an even split the slowest stage is."""
     sl = np.asarray(stage_layers, dtype=float)
     return float(sl.max() / sl.mean())
+
+
+# ---- DualPipe: the schedule itself, pass by pass ---------------------------------------------------
+#
+# DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437, 2024), §3.2.1 and Figure 5,
+# Table 2; the per-rank phase counts follow the report's reference implementation
+# (github.com/deepseek-ai/DualPipe, ``DualPipe.step``), re-expressed here as an order of passes.
+#
+# P devices (P even) and N microbatches (N even, N >= 2P), N/2 fed at device 0 (direction 0,
+# flowing 0 → P−1) and N/2 fed at device P−1 (direction 1, flowing P−1 → 0). Device r holds
+# stage r of direction 0 and stage P−1−r of direction 1 (two copies of the parameters, both
+# trained). A pass is (kind, direction, microbatch) with kind "F" (forward), "BW" (a whole
+# backward), "B" (the backward's input gradient only, its "W" (weight gradient) deferred to a
+# FIFO queue as in ZB-H1). An op is a tuple of one pass, or of two: a forward of one direction
+# and a whole backward of the other overlapped (F&B), so that each one's communication (the
+# MoE AllToAll dispatch/combine and the pipeline sends) runs while the other computes.
+
+DUALPIPE_SOURCE = ("DeepSeek-AI, DeepSeek-V3 Technical Report, arXiv:2412.19437 (2024), §3.2.1, "
+                   "Fig. 5 and Table 2; github.com/deepseek-ai/DualPipe")
+
+
+def _check_dualpipe(n_stages, n_micro) -> tuple:
+    P = check_int("n_stages", n_stages, 2)
+    N = check_int("n_micro", n_micro, 1)
+    if P % 2:
+        raise ValueError(f"DualPipe pairs device r with device P−1−r: n_stages must be even, got {P}")
+    if N % 2:
+        raise ValueError(f"DualPipe feeds half the microbatches from each end: n_micro must be even, "
+                         f"got {N}")
+    if N < 2 * P:
+        raise ValueError(f"DualPipe needs n_micro >= 2·n_stages = {2 * P} microbatches (N/2 >= P per "
+                         f"direction to reach its steady F&B phase), got {N}")
+    return P, N
+
+
+def dualpipe_stage(n_stages: int, rank: int, direction: int) -> int:
+    """The pipeline stage that device ``rank`` runs for ``direction`` (0: fed at device 0, 1: fed at
+    device n_stages − 1): ``rank`` or ``n_stages − 1 − rank``."""
+    P = check_int("n_stages", n_stages, 2)
+    r = check_int("rank", rank, 0)
+    if r >= P:
+        raise ValueError(f"rank must be < n_stages = {P}, got {rank}")
+    if direction not in (0, 1):
+        raise ValueError(f"direction must be 0 or 1, got {direction!r}")
+    return r if direction == 0 else P - 1 - r
+
+
+def dualpipe_order(n_stages: int, n_micro: int, rank: int) -> list:
+    """The order in which device ``rank`` runs its passes in DualPipe: a list of ops, each a tuple
+    of one pass or of two overlapped passes (F of one direction with BW of the other); a pass is
+    (kind, direction, microbatch), kind "F", "B", "W" or "BW" (see the section comment).
+
+    With h = min(rank, P−1−rank) (its distance from the nearer end), H = P/2, "near" the direction
+    in which the device is stage h and "far" the other one, the device runs eight phases:
+    2(H−h−1) near forwards; h+1 rounds of (near F, far F); H−h−1 rounds of (far B, W, far F);
+    N/2−P+h+1 rounds of (near F & far BW, far F & near BW) — the steady state, where every op is
+    an overlapped pair (the two middle devices run their very first pair one after the other);
+    H−h−1 rounds of (far BW, far F & near BW); h+1 rounds of (far backward, near backward), the
+    later half split into B and deferred W; H−h−1 rounds of (W, near B); h+1 deferred W.
+    Every microbatch of each direction gets exactly one F, one backward and (if split) one W on
+    the device, in microbatch order (tested). Source: ``DUALPIPE_SOURCE``."""
+    from collections import deque
+
+    P, N = _check_dualpipe(n_stages, n_micro)
+    r = check_int("rank", rank, 0)
+    if r >= P:
+        raise ValueError(f"rank must be < n_stages = {P}, got {rank}")
+    H, h = P // 2, min(r, P - 1 - r)
+    near = 0 if r < H else 1
+    far = 1 - near
+    nf, nb, wq, ops = [0, 0], [0, 0], deque(), []
+
+    def fwd(d):
+        nf[d] += 1
+        return ("F", d, nf[d] - 1)
+
+    def bwd(d, split):
+        nb[d] += 1
+        if split:
+            wq.append((d, nb[d] - 1))
+            return ("B", d, nb[d] - 1)
+        return ("BW", d, nb[d] - 1)
+
+    def wgt():
+        d, m = wq.popleft()
+        return ("W", d, m)
+
+    for _ in range(2 * (H - h - 1)):
+        ops.append((fwd(near),))
+    for _ in range(h + 1):
+        ops += [(fwd(near),), (fwd(far),)]
+    for _ in range(H - h - 1):                      # zero-bubble: B, then its W, then F
+        ops += [(bwd(far, True),), (wgt(),), (fwd(far),)]
+    for i in range(N // 2 - P + h + 1):             # steady state: F&B pairs
+        if i == 0 and h == H - 1:
+            ops += [(fwd(near),), (bwd(far, False),)]
+        else:
+            ops.append((fwd(near), bwd(far, False)))
+        ops.append((fwd(far), bwd(near, False)))
+    for _ in range(H - h - 1):
+        ops.append((bwd(far, False),))
+        ops.append((fwd(far), bwd(near, False)))
+    split = False
+    for i in range(h + 1):                          # drain; the later half defers its W
+        if i == (h + 1) // 2 and h % 2 == 1:
+            split = True
+        ops.append((bwd(far, split),))
+        if i == (h + 1) // 2 and h % 2 == 0:
+            split = True
+        ops.append((bwd(near, split),))
+    for _ in range(H - h - 1):
+        ops += [(wgt(),), (bwd(near, True),)]
+    for _ in range(h + 1):
+        ops.append((wgt(),))
+    assert not wq and nf == [N // 2] * 2 and nb == [N // 2] * 2, "DualPipe order is incomplete"
+    return ops
+
+
+def dualpipe_events(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0, t_wgrad=1.0,
+                    t_fb=None) -> list:
+    """DualPipe in time: ``[(device, kind, direction, microbatch, start, end, overlapped)]``, one
+    row per pass of ``dualpipe_order``, each op started as early as its inputs allow:
+    F on stage s after F on stage s−1 (the previous device of its direction), a backward (B or BW)
+    after its F and after the backward on stage s+1, W after its B. Durations: F ``t_fwd``,
+    B ``t_bgrad``, W ``t_wgrad``, BW = t_bgrad + t_wgrad, and an overlapped F&B pair ``t_fb``
+    (both passes of a pair get the pair's start and end). ``t_fb`` defaults to
+    t_fwd + t_bgrad + t_wgrad: the overlap hides the pair's communication, not its compute; a
+    smaller t_fb models a pair that also overlaps compute. Point-to-point time is not modelled.
+
+    What it reproduces (tested): with F = B = W (the input-gradient and weight-gradient halves of
+    the backward each as long as the forward, the cost ratio ``bubble_fraction`` uses) and
+    F&B = F + B_whole, every device idles exactly the report's Table 2 bubble
+    (P/2 − 1)(F&B + B_whole − 3W) = (P − 2)·F (``bubble_time("dualpipe", …)``), against
+    (P − 1)(F + B_whole) for 1F1B and (P − 1)(F + B_whole − 2W) for ZB-H1; the idle share is
+    ``bubble_fraction(P, N, "dualpipe")``. With other ratios this as-early-as-possible timing of
+    the same order drifts from the table's expression (the report does not say which timing
+    its expression assumes), so it is not asserted there. Source: ``DUALPIPE_SOURCE``."""
+    from .units import check_positive
+
+    P, N = _check_dualpipe(n_stages, n_micro)
+    tf = float(check_positive("t_fwd", t_fwd, allow_array=False))
+    tb = float(check_positive("t_bgrad", t_bgrad, allow_array=False))
+    tw = float(check_positive("t_wgrad", t_wgrad, allow_array=False))
+    tfb = tf + tb + tw if t_fb is None else float(check_positive("t_fb", t_fb, allow_array=False))
+    dur = {"F": tf, "B": tb, "W": tw, "BW": tb + tw}
+    orders = [dualpipe_order(P, N, r) for r in range(P)]
+    stage = lambda r, d: r if d == 0 else P - 1 - r  # noqa: E731
+    done, ev = {}, []                 # ("F"|"G"|"W", direction, stage, m) -> end; G: input grad
+
+    def deps(r, kind, d, m):
+        s = stage(r, d)
+        if kind == "F":
+            return [("F", d, s - 1, m)] if s > 0 else []
+        if kind == "W":
+            return [("G", d, s, m)]
+        return [("F", d, s, m)] + ([("G", d, s + 1, m)] if s < P - 1 else [])
+
+    pos, free = [0] * P, [0.0] * P
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for r in range(P):
+            while pos[r] < len(orders[r]):
+                op = orders[r][pos[r]]
+                need = [k for (kind, d, m) in op for k in deps(r, kind, d, m)]
+                if any(k not in done for k in need):
+                    break
+                start = max([free[r]] + [done[k] for k in need])
+                end = start + (tfb if len(op) == 2 else dur[op[0][0]])
+                for kind, d, m in op:
+                    s = stage(r, d)
+                    if kind == "F":
+                        done[("F", d, s, m)] = end
+                    elif kind in ("B", "BW"):
+                        done[("G", d, s, m)] = end
+                    else:
+                        done[("W", d, s, m)] = end
+                    ev.append((r, kind, d, m, start, end, len(op) == 2))
+                free[r] = end
+                pos[r] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            raise AssertionError("DualPipe order deadlocked")
+    return sorted(ev, key=lambda e: (e[4], e[0], e[1]))
+
+
+def dualpipe_idle(events, n_stages: int) -> list:
+    """Idle time of each device in ``dualpipe_events``: the step (end of the last pass) minus the
+    time the device spends in ops (an overlapped pair counted once)."""
+    total = max(e[5] for e in events)
+    busy = [0.0] * int(n_stages)
+    seen = set()
+    for r, kind, d, m, a, b, pair in events:
+        if pair:
+            if (r, a) in seen:
+                continue
+            seen.add((r, a))
+        busy[r] += b - a
+    return [total - x for x in busy]
+
+
+def bubble_time(schedule, n_stages, t_fwd=1.0, t_bgrad=1.0, t_wgrad=1.0, t_fb=None):
+    """Idle time per device in one step, DeepSeek-V3 Table 2's expressions with F a forward, B a
+    whole backward (= t_bgrad + t_wgrad), W its weight-gradient part, F&B an overlapped pair
+    (default F + B): "1f1b" (P−1)(F+B), "zb" (ZB-H1) (P−1)(F+B−2W), "dualpipe"
+    (P/2−1)(F&B+B−3W). With F = B/2 = W = 1 these are ``_idle_units`` (3(P−1), P−1, 2(P/2−1)).
+    Vectorised over ``n_stages``."""
+    k = schedule_name(schedule)
+    if k not in ("1f1b", "gpipe", "zb", "dualpipe"):
+        raise ValueError(f"bubble_time knows '1f1b', 'gpipe', 'zb' and 'dualpipe', got {schedule!r}")
+    p = np.asarray(n_stages, dtype=float)
+    if np.any(p < 1):
+        raise ValueError(f"n_stages must be >= 1, got {n_stages!r}")
+    F, W = float(t_fwd), float(t_wgrad)
+    B = float(t_bgrad) + W
+    FB = F + B if t_fb is None else float(t_fb)
+    if min(F, float(t_bgrad), W, FB) <= 0:
+        raise ValueError("t_fwd, t_bgrad, t_wgrad and t_fb must be > 0")
+    if k == "dualpipe":
+        if np.any(p % 2):
+            raise ValueError(f"DualPipe needs an even number of stages, got {n_stages!r}")
+        return _arr((p / 2 - 1) * (FB + B - 3 * W))
+    return _arr((p - 1) * (F + B - (2 * W if k == "zb" else 0.0)))
+
+
+def dualpipe_in_flight(n_stages: int, n_micro: int) -> list:
+    """Per device, the most microbatch-chunks whose forward has run and whose backward (B or BW)
+    has not, over ``dualpipe_order`` (an overlapped pair counted as holding both): P + 1 on the
+    two middle devices, the report's "PP + 1" activations (tested)."""
+    P, N = _check_dualpipe(n_stages, n_micro)
+    out = []
+    for r in range(P):
+        live = peak = 0
+        for op in dualpipe_order(P, N, r):
+            for kind, _, _ in op:
+                live += 1 if kind == "F" else (-1 if kind in ("B", "BW") else 0)
+            peak = max(peak, live)
+        out.append(peak)
+    return out
+
+
+__all__ += ["DUALPIPE_SOURCE", "dualpipe_stage", "dualpipe_order", "dualpipe_events",
+            "dualpipe_idle", "dualpipe_in_flight", "bubble_time"]

@@ -929,3 +929,191 @@ def test_transformer_block_at_decode():
                                     for t in w_line)                        # weights: B FLOPs per byte
     assert "[.., 1024" not in " ".join(texts) and "[.., 32,1,2048]" in " ".join(texts)
     assert "缓存 S=2048" in fig.axes[0].get_title()
+
+
+# ---- DualPipe (DeepSeek-V3): the schedule pass by pass, its bubble against 1F1B and ZB-H1 ---------
+
+def _dualpipe_passes(P, N):
+    from scaling_lib import pipeline as pl
+    return {r: [p for op in pl.dualpipe_order(P, N, r) for p in op] for r in range(P)}
+
+
+@pytest.mark.parametrize("P,N", [(2, 4), (2, 6), (4, 8), (4, 12), (6, 12), (6, 16), (8, 16),
+                                 (8, 20), (10, 24)])
+def test_dualpipe_order_every_pass_once_in_order(P, N):
+    from scaling_lib import pipeline as pl
+    for r, passes in _dualpipe_passes(P, N).items():
+        for d in (0, 1):
+            f = [m for k, dd, m in passes if dd == d and k == "F"]
+            b = [m for k, dd, m in passes if dd == d and k in ("B", "BW")]
+            w = [m for k, dd, m in passes if dd == d and k == "W"]
+            assert f == b == list(range(N // 2)), (r, d)            # each microbatch once, in order
+            split = {m for k, dd, m in passes if dd == d and k == "B"}
+            assert sorted(w) == sorted(split)                        # a W for every split B only
+            pos = {(k if k != "BW" else "B", m): i for i, (k, dd, m) in enumerate(passes) if dd == d}
+            for m in range(N // 2):                                  # F before B before W, per stage
+                assert pos[("F", m)] < pos[("B", m)]
+                if ("W", m) in pos:
+                    assert pos[("B", m)] < pos[("W", m)]
+        ops = pl.dualpipe_order(P, N, r)
+        for op in ops:                                               # pairs: F of one direction,
+            if len(op) == 2:                                         # whole B of the other
+                (k0, d0, _), (k1, d1, _) = op
+                assert k0 == "F" and k1 == "BW" and d0 != d1
+        H, h = P // 2, min(r, P - 1 - r)
+        assert sum(len(op) == 2 for op in ops) == 2 * (N // 2 - P + h + 1) + (H - h - 1) - (h == H - 1)
+
+
+@pytest.mark.parametrize("P,N", [(2, 4), (4, 8), (4, 10), (6, 14), (8, 20), (8, 32), (10, 20),
+                                 (12, 28)])
+def test_dualpipe_events_dependencies_and_report_bubble(P, N):
+    from scaling_lib import pipeline as pl
+    ev = pl.dualpipe_events(P, N)
+    end = {}
+    for r, k, d, m, a, b, pair in ev:
+        s = pl.dualpipe_stage(P, r, d)
+        end[(k if k != "BW" else "B", d, s, m)] = (a, b)
+    for (k, d, s, m), (a, b) in end.items():                       # dependency order across stages
+        if k == "F" and s > 0:
+            assert end[("F", d, s - 1, m)][1] <= a + 1e-12
+        if k == "B":
+            assert end[("F", d, s, m)][1] <= a + 1e-12
+            if s < P - 1:
+                assert end[("B", d, s + 1, m)][1] <= a + 1e-12
+        if k == "W":
+            assert end[("B", d, s, m)][1] <= a + 1e-12
+    for r in range(P):                                              # one op at a time per device
+        spans = sorted({(a, b) for rr, *_, a, b, _p in ev if rr == r})
+        assert all(b0 <= a1 + 1e-12 for (_, b0), (a1, _) in zip(spans, spans[1:]))
+    idle = pl.dualpipe_idle(ev, P)
+    # DeepSeek-V3 Table 2 at F = B = W = 1, F&B = F + B(whole) = 3: (P/2 − 1)(3 + 2 − 3) = P − 2
+    assert idle == pytest.approx([P - 2.0] * P)
+    assert idle[0] == pytest.approx(float(pl.bubble_time("dualpipe", P)))
+    step = max(e[5] for e in ev)
+    assert step == pytest.approx(3 * N + P - 2)
+    assert (P - 2) / step == pytest.approx(float(pl.bubble_fraction(P, N, "dualpipe")))
+    # against 1F1B and ZB-H1 with the same devices and microbatches (their own simulators)
+    one = G.pipeline_events("1f1b", P, N, 1.0, 2.0)
+    zb = G.zero_bubble_events(P, N, 1.0, 1.0, 1.0)
+    idle_1f1b = max(e[4] for e in one) - 3 * N
+    idle_zb = max(e[4] for e in zb) - 3 * N
+    assert idle_1f1b == pytest.approx(float(pl.bubble_time("1f1b", P)))      # (P−1)(F+B)
+    assert idle_zb == pytest.approx(float(pl.bubble_time("zb", P)))          # (P−1)(F+B−2W)
+    assert idle[0] < idle_zb < idle_1f1b
+    assert max(pl.dualpipe_in_flight(P, N)) == P + 1 == pl.activations_in_flight(P, N, "dualpipe")
+    assert pl.param_copies("dualpipe") == 2
+
+
+@pytest.mark.parametrize("k", [0.5, 2.0, 3.7])
+def test_dualpipe_bubble_scales_with_the_unit(k):
+    from scaling_lib import pipeline as pl
+    for P in (4, 8):
+        ev = pl.dualpipe_events(P, 2 * P + 4, k, k, k)
+        assert pl.dualpipe_idle(ev, P) == pytest.approx([(P - 2) * k] * P)
+        assert pl.bubble_time("dualpipe", P, k, k, k) == pytest.approx((P / 2 - 1) * (3 * k + 2 * k - 3 * k))
+
+
+def test_dualpipe_pairs_share_their_span_and_a_slower_pair_costs_time():
+    from scaling_lib import pipeline as pl
+    ev = pl.dualpipe_events(8, 20)
+    pairs = [e for e in ev if e[6]]
+    assert pairs and all(e[5] - e[4] == pytest.approx(3.0) for e in pairs)
+    by_start = {}
+    for e in pairs:
+        by_start.setdefault((e[0], e[4]), []).append(e[1])
+    assert all(sorted(v) == ["BW", "F"] for v in by_start.values())
+    slow = pl.dualpipe_events(8, 20, t_fb=3.5)
+    assert max(e[5] for e in slow) > max(e[5] for e in ev)
+
+
+def test_dualpipe_bad_arguments():
+    from scaling_lib import pipeline as pl
+    with pytest.raises(ValueError, match="n_stages must be even"):
+        pl.dualpipe_order(5, 20, 0)
+    with pytest.raises(ValueError, match="n_micro must be even"):
+        pl.dualpipe_order(4, 9, 0)
+    with pytest.raises(ValueError, match=r"n_micro >= 2·n_stages = 16"):
+        pl.dualpipe_events(8, 14)
+    with pytest.raises(ValueError, match="rank must be < n_stages = 4"):
+        pl.dualpipe_order(4, 8, 4)
+    with pytest.raises(TypeError, match="n_stages must be an integer"):
+        pl.dualpipe_events(4.0, 8)
+    with pytest.raises(ValueError, match="t_fb must be > 0"):
+        pl.dualpipe_events(4, 8, t_fb=0)
+    with pytest.raises(ValueError, match="direction must be 0 or 1"):
+        pl.dualpipe_stage(4, 0, 2)
+    with pytest.raises(ValueError, match="even number of stages"):
+        pl.bubble_time("dualpipe", 5)
+    with pytest.raises(ValueError, match="bubble_time knows"):
+        pl.bubble_time("interleaved", 4)
+    with pytest.raises(TypeError, match="compare must be True or False"):
+        G.dualpipe_figure(4, 8, compare="yes")
+
+
+def test_dualpipe_figure_titles_and_cells():
+    from scaling_lib import pipeline as pl
+    fig = G.dualpipe_figure(8, 20)
+    titles = [ax.get_title() for ax in fig.axes[:3]]
+    assert "每设备空闲 21 个单位" in titles[0]          # 1F1B: (P−1)(F+B) = 7·3
+    assert "每设备空闲 7 个单位" in titles[1]           # ZB-H1: (P−1)(F+B−2W) = 7
+    assert "每设备空闲 6 个单位" in titles[2] and "一步 66 个单位" in titles[2]   # (P/2−1)·2
+    ev = pl.dualpipe_events(8, 20)
+    assert len(fig.axes[2].texts) == len(ev)            # one number per pass
+    framed = [p for p in fig.axes[2].patches if p.get_edgecolor()[:3] == (0.0, 0.0, 0.0)
+              and not p.get_fill()]
+    assert len(framed) == sum(e[6] for e in ev) // 2    # one black frame per F&B pair
+    single = G.dualpipe_figure(4, 8, compare=False)
+    assert len([a for a in single.axes if a.get_title()]) == 1
+
+
+# ---- networks: the fat tree and the torus, drawn from topology ------------------------------------
+
+def test_fat_tree_levels_from_topology():
+    sp = T.dgx_h100_superpod()
+    lv = G.fat_tree_levels(sp)
+    assert [d["units"] for d in lv] == [128, 4, 1]
+    assert [d["switches"] for d in lv] == [lv_.switches for lv_ in sp.levels]
+    assert sum(d["total_switches"] for d in lv) == 4 * 128 + 8 * 4 + 16 == 560
+    assert [d["per_node_bw"] for d in lv] == pytest.approx(sp.per_node_bandwidth())
+    assert [d["gpus"] for d in lv] == [8, 256, 1024]
+    assert G.fat_tree_levels("h100-superpod") == lv
+    sysl = G.fat_tree_levels(T.system("DGX H100", 64))       # a System: its fat_tree()
+    assert [d["units"] for d in sysl] == [8, 1] and sysl[0]["uplink_bw"] == 4.5e11
+    with pytest.raises(TypeError, match="topology.FatTree"):
+        G.fat_tree_levels(3)
+
+
+def test_fat_tree_figure_draws_every_switch():
+    sp = T.dgx_h100_superpod()
+    ax = G.fat_tree_figure(sp, max_nodes=3)
+    assert "交换机共 560 台" in ax.get_title() and "无阻塞" in ax.get_title()
+    squares = [p for p in ax.patches if type(p).__name__ == "Rectangle"]
+    assert len(squares) == 8 * 4 + 16                        # leaf + spine switches, each drawn
+    nodes = [p for p in ax.patches if type(p).__name__ == "FancyBboxPatch"]
+    assert len(nodes) == 3 * 4
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert texts.count("+29") == 4 and "每节点 400 GB/s" in texts
+    with pytest.raises(ValueError, match="max_nodes"):
+        G.fat_tree_figure(sp, max_nodes=0)
+
+
+def test_torus_vs_fat_tree_figure():
+    from scaling_lib import hardware
+    v5p = hardware.get("v5p")
+    fig = G.torus_vs_fat_tree_figure("v5p", (4, 4))
+    left, right = fig.axes[0].get_title(), fig.axes[1].get_title()
+    tor = T.Torus((4, 4), (True, True), v5p.ici_link_bw_1way)
+    assert f"红线 {tor.hops((0, 0), (2, 2))} 跳" in left and f"最远 {tor.max_hops()} 跳" in left
+    assert f"{v5p.ici_links} 条 ICI 链路" in left
+    assert f"出口 {G._gbs(v5p.ici_links * v5p.ici_link_bw_1way)}" in left
+    h100 = hardware.get("H100")
+    assert "经过 3 台交换机" in right                          # leaf, spine, leaf
+    assert f"节点内每 GPU {G._gbs(h100.nvlink_bw_1way)}" in right
+    assert f"出节点每 GPU {G._gbs(h100.dcn_bw_1way)}" in right
+    assert G._gbs(h100.nvlink_bw_1way) == "450 GB/s" and G._gbs(h100.dcn_bw_1way) == "50 GB/s"
+    route = G._torus_route(T.Torus((5, 3), (True, False), 1e9), (0, 0), (4, 2))
+    assert route == [(0, 0), (4, 0), (4, 1), (4, 2)]          # the wraparound way on X
+    with pytest.raises(ValueError, match="must be a TPU"):
+        G.torus_vs_fat_tree_figure("H100")
+    with pytest.raises(ValueError, match="2-D face"):
+        G.torus_vs_fat_tree_figure("v5p", (4, 4, 4))

@@ -156,19 +156,24 @@ def execute(paths, timeout: int = 300) -> dict:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                 resources={"metadata": {"path": str(Path(p).parent)}},
                                 store_widget_state=True)
-        cpu = {"s": float("nan")}
+        cpu = {"s": 0.0, "cells": []}
 
-        def kernel_cpu(**_):   # after every cell: CPU seconds of the kernel and its children
-            cpu["s"] = _kernel_cpu_seconds(client)
+        def kernel_cpu(cell_index=None, **_):   # after every cell: CPU seconds of the kernel
+            now = _kernel_cpu_seconds(client)
+            cpu["cells"].append((cell_index, now - cpu["s"]))
+            cpu["s"] = now
         client.on_cell_executed = kernel_cpu
         client.execute()
         dt = time.perf_counter() - t0
         for c in nb.cells:  # drop per-cell timing metadata: quiet diffs
             c.metadata.pop("execution", None)
         nbformat.write(nb, p)
-        times[str(Path(p).relative_to(ROOT))] = {"wall_s": round(dt, 1), "kernel_cpu_s": round(cpu["s"], 1)}
-        print(f"executed {Path(p).relative_to(ROOT)} in {dt:.1f} s "
-              f"(kernel CPU time {cpu['s']:.1f} s)", flush=True)
+        top = sorted(cpu["cells"], key=lambda c: -c[1])[:3]
+        times[str(Path(p).relative_to(ROOT))] = {
+            "wall_s": round(dt, 1), "kernel_cpu_s": round(cpu["s"], 1),
+            "costliest_cells": [[i, round(c, 1)] for i, c in top]}
+        print(f"executed {Path(p).relative_to(ROOT)} in {dt:.1f} s (kernel CPU time {cpu['s']:.1f} s; "
+              f"costliest cells: {', '.join(f'#{i} {c:.1f} s' for i, c in top)})", flush=True)
     return times
 
 

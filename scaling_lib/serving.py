@@ -17,11 +17,16 @@ of an MoE spread over all tp·ep chips). Its forecast adds, per layer:
 - attention: reading each sequence's KV cache (decode; kernels that do not share a GQA group's
   KV cache among its query heads read it up to N/K times, ``serve.gqa_reread``) and the
   prompt's causal attention FLOPs (prefill) at ``attn_eff``;
-- tensor parallelism: two AllReduces of the [M/ep, d_model] activations per layer, each a
-  fixed latency (``serve.allreduce_latency_s``) plus the ring's bytes over NVLink (GPUs) or
-  ICI (TPUs);
+- tensor parallelism: two AllReduces of the [M/ep, d_model] activations per layer, each
+  ``collectives.group_time`` for the TP group on the deployment's ``topology.System`` (the
+  ring convention: NVLink switch on GPUs, NVLink SHARP if the system has ``nvls``, the ICI
+  torus on TPUs, the scale-out tier if the group spans domains), each tier over its achieved
+  fraction (``nvlink.ring_eff``/``nvlink.nvls_eff``, ``ici.eff``, ``nic.eff``/``dcn.eff``),
+  plus a fixed latency: ``serve.allreduce_latency_s`` on GPUs (serving stacks use one-shot
+  custom AllReduce kernels, not NCCL's ring steps), the topology's hop latency on TPUs;
 - MoE expert parallelism: a dispatch and a combine per MoE layer (DeepEP-style low-latency
-  all-to-all, ``efficiency.alltoall_lowlatency_time``);
+  all-to-all, ``efficiency.alltoall_lowlatency_time``, with the system's scale-up domain and
+  scale-out bandwidth per chip);
 - a few elementwise kernels (norms, rotary, residuals, activation) of ``launch_s`` each, and
   their passes over the residual stream;
 
@@ -44,7 +49,7 @@ from typing import Mapping
 
 import numpy as np
 
-from . import efficiency, hardware, inference
+from . import collectives, efficiency, hardware, inference, topology
 from .units import check_int, check_nonneg, check_positive
 
 __all__ = ["Deployment", "StepForecast", "step_time", "decode_step", "prefill", "causal_flops",
@@ -62,7 +67,11 @@ ELEMENTWISE_PASSES = 4
 @dataclass(frozen=True)
 class Deployment:
     """A model served on ``tp`` chips (tensor parallel) × ``ep`` (expert parallel), with the
-    dtypes of the stored weights, the KV cache and the matmul arithmetic."""
+    dtypes of the stored weights, the KV cache and the matmul arithmetic, on ``system`` (a
+    ``topology.System`` of this chip with at least tp·ep chips; the TP groups are its innermost
+    chips). Default: ``topology.System(chip, tp·ep)`` — one NVLink domain (or several, joined
+    by the catalogue's NICs) on GPUs; on TPUs the book's placement on wrapped 16-chip axes
+    (pass e.g. ``topology.System("v5e", 8, shape=(2, 4))`` for a real sub-slice)."""
 
     model: object
     chip: object
@@ -71,6 +80,7 @@ class Deployment:
     weights: str = "bf16"
     kv: str = "bf16"
     compute: str = "bf16"
+    system: object = None
 
     def __post_init__(self):
         from .step import model_shapes
@@ -96,6 +106,14 @@ class Deployment:
         if self.ep > 1 and (sh.E <= 1 or sh.E % self.ep):
             raise ValueError(f"ep={self.ep} must divide n_experts={sh.E} (an MoE)")
         object.__setattr__(self, "_sh", sh)
+        n = self.tp * self.ep
+        if self.system is None:
+            object.__setattr__(self, "system", topology.System(c, n))
+        elif not isinstance(self.system, topology.System):
+            raise TypeError(f"system must be a topology.System, got {type(self.system).__name__}")
+        elif self.system.chip.name != c.name or self.system.n_chips < n:
+            raise ValueError(f"system ({self.system}) must hold at least tp·ep = {n} chips of "
+                             f"{c.name}")
 
     @property
     def n_chips(self) -> int:
@@ -168,16 +186,28 @@ def _gemm_layer(dep, M, par):
 
 
 def _allreduce(dep, nbytes, par):
-    """One tensor-parallel AllReduce of ``nbytes`` per chip in a serving step: a fixed latency
-    plus the ring's bytes, 2·(tp−1)/tp·V, over NVLink (GPUs, at ``nvlink.ring_eff``) or over a
-    bidirectional ICI ring (TPUs, at ``ici.eff``, 1 µs per hop as the book's t_hop)."""
-    c, tp = dep.chip, dep.tp
+    """Forecast of one tensor-parallel AllReduce of ``nbytes`` (the book's V: the [rows, d_model]
+    array each chip holds) in a serving step: ``collectives.group_time`` for the TP group (``tp``
+    chips, innermost) on ``dep.system`` in the ring convention, each network tier over its
+    achieved fraction (scale-up: ``nvlink.ring_eff``, ``nvlink.nvls_eff`` with NVLink SHARP,
+    ``ici.eff``; scale-out: ``nic.eff``, ``dcn.eff``; GPU tiers overlap, TPU tiers add, as in
+    ``group_time``), plus a fixed latency: ``serve.allreduce_latency_s`` on GPUs (one-shot custom
+    kernels), the topology's hop latency on TPUs. Vectorised over nbytes."""
+    v = np.asarray(nbytes, dtype=float)
+    sysm, tp = dep.system, dep.tp
     if tp == 1:
-        return np.zeros_like(np.asarray(nbytes, dtype=float))
-    v = 2.0 * (tp - 1) / tp * np.asarray(nbytes, dtype=float)
-    if c.family == "gpu":
-        return par["serve.allreduce_latency_s"] + v / (par["nvlink.ring_eff"] * c.nvlink_bw_1way)
-    return 2 * (tp - 1) * 1e-6 + v / (par["ici.eff"] * 2 * c.ici_link_bw_1way)
+        return np.zeros_like(v)
+    up, out = collectives.group_time("all_reduce", v, sysm, tp, convention="ring", tiers=True)
+    if sysm.family == "gpu":
+        eff_up = par["nvlink.nvls_eff"] if sysm.nvls else par["nvlink.ring_eff"]
+        t = np.maximum(up / eff_up, out / par["nic.eff"])
+        lat = par["serve.allreduce_latency_s"] + (par["nic.latency_s"] if tp > sysm.pod_chips
+                                                  else 0.0)
+    else:
+        t = up / par["ici.eff"] + out / par["dcn.eff"]
+        lat = collectives.group_time("all_reduce", 1.0, sysm, tp, convention="ring",
+                                     latency=True)[1]
+    return t + lat
 
 
 def _m_terms(dep, M, par):
@@ -195,8 +225,9 @@ def _m_terms(dep, M, par):
     if dep.ep > 1 and sh.moe_frac > 0:
         per = M / dep.ep * sh.k * sh.D        # elements a chip dispatches
         ll = efficiency.alltoall_lowlatency_time
-        out["alltoall"] = (ll(per * 1.0, dep.ep, c.chips_per_host, c.dcn_bw_1way, par=par)
-                           + ll(per * 2.0, dep.ep, c.chips_per_host, c.dcn_bw_1way, par=par)) \
+        gpn, nic = dep.system.pod_chips, dep.system.w_scale_out
+        out["alltoall"] = (ll(per * 1.0, dep.ep, gpn, nic, par=par)
+                           + ll(per * 2.0, dep.ep, gpn, nic, par=par)) \
             * L * sh.moe_frac                 # FP8 dispatch, BF16 combine
     out["elementwise"] = L * ELEMENTWISE_KERNELS * par.of(fam, "launch_s") + \
         ELEMENTWISE_PASSES * L * (M / dep.ep) * sh.D * 2.0 / W

@@ -4,7 +4,7 @@ simulation adds up the same steps, and bad input is refused with a clear message
 import numpy as np
 import pytest
 
-from scaling_lib import efficiency, hardware, inference, serving
+from scaling_lib import collectives, efficiency, hardware, inference, serving, topology
 
 PAR = efficiency.params()
 H100 = hardware.get("H100")
@@ -113,12 +113,74 @@ def test_moe_decode_pays_dispatch_and_combine():
 
 
 def test_tpu_tensor_parallel_uses_ici():
+    # v5e, TP 4 placed on a wrapped 16-chip axis (the book's placement, System's default): two
+    # AllReduces of 2·V over one axis of W_ici = 2 links, at the achieved ICI fraction, plus
+    # the torus's hop latency (4 chips around the ring, twice)
     dep = serving.Deployment("LLaMA-2-7B", "v5e", tp=4)
     st = serving.decode_step(dep, 8, 1024)
     c = hardware.get("v5e")
-    v = 2 * 3 / 4 * 8 * 4096 * 2.0
-    hand = 2 * 32 * (2 * 3 * 1e-6 + v / (PAR["ici.eff"] * 2 * c.ici_link_bw_1way))
+    v = 8 * 4096 * 2.0
+    hand = 2 * 32 * (2 * v / (PAR["ici.eff"] * 2 * c.ici_link_bw_1way) + 2 * 2 * 1e-6)
     assert st.parts["allreduce"] == pytest.approx(hand, rel=1e-12)
+    # on a real 2x2 sub-slice (no wraparound links) the same AllReduce runs over two lines
+    sub = serving.Deployment("LLaMA-2-7B", "v5e", tp=4,
+                             system=topology.System("v5e", 4, shape=(2, 2)))
+    assert serving.decode_step(sub, 8, 1024).parts["allreduce"] != \
+        pytest.approx(st.parts["allreduce"], rel=1e-3)
+
+
+#: TP groups on which a private ring formula 2(tp−1)/tp·V/W and the topology disagree: NVLink
+#: SHARP, a group across two DGX nodes, TPU slices with and without wraparound
+_SYSTEMS = [("LLaMA-2-70B", "H100", 4, None),
+            ("LLaMA-2-70B", "H100", 8, topology.system("DGX H100", nvls=True)),
+            ("LLaMA-2-70B", "H100", 16, topology.system("DGX H100", 16)),
+            ("LLaMA-2-7B", "v5e", 8, None),
+            ("LLaMA-2-7B", "v5e", 8, topology.System("v5e", 8, shape=(2, 4))),
+            ("LLaMA-2-7B", "v5p", 16, topology.System("v5p", 16, shape=(2, 2, 4)))]
+
+
+@pytest.mark.parametrize("model,chip,tp,system", _SYSTEMS)
+def test_serving_allreduce_is_collectives_group_time(model, chip, tp, system):
+    # one idea, one place: the TP AllReduce of a serving step is collectives.group_time for the
+    # TP group on the deployment's System (ring convention), each tier over its achieved
+    # fraction, plus the serving latency; never a private ring formula
+    dep = serving.Deployment(model, chip, tp=tp, system=system)
+    sysm = dep.system
+    b = np.array([1.0, 64.0, 4096.0])
+    st = serving.step_time(dep, b, b * 1024)
+    v = b * dep.shapes.D * 2.0
+    up, out = collectives.group_time("all_reduce", v, sysm, tp, convention="ring", tiers=True)
+    total = collectives.group_time("all_reduce", v, sysm, tp, convention="ring")
+    if sysm.family == "gpu":
+        np.testing.assert_allclose(np.maximum(up, out), total, rtol=1e-12)
+        eff = PAR["nvlink.nvls_eff"] if sysm.nvls else PAR["nvlink.ring_eff"]
+        lat = PAR["serve.allreduce_latency_s"] + (PAR["nic.latency_s"] if tp > 8 else 0.0)
+        one = np.maximum(up / eff, out / PAR["nic.eff"]) + lat
+    else:
+        np.testing.assert_allclose(up + out, total, rtol=1e-12)
+        lat = collectives.group_time("all_reduce", 1.0, sysm, tp, convention="ring",
+                                     latency=True)[1]
+        one = up / PAR["ici.eff"] + out / PAR["dcn.eff"] + lat
+    np.testing.assert_allclose(st.parts["allreduce"], 2 * dep.shapes.L * one, rtol=1e-12)
+    # with the achieved fractions at their ceilings (1; NVLink rings 0.98) and a 1 µs latency:
+    # group_time plus that latency
+    ideal = PAR.replace(nvlink__ring_eff=0.98, nvlink__nvls_eff=0.98, ici__eff=1.0,
+                        nic__eff=1.0, dcn__eff=1.0, serve__allreduce_latency_s=1e-6)
+    t = serving.step_time(dep, b, b * 1024, par=ideal).parts["allreduce"] / (2 * dep.shapes.L)
+    if sysm.family == "gpu":
+        np.testing.assert_allclose(t, np.maximum(up / 0.98, out) + 1e-6 +
+                                   (ideal["nic.latency_s"] if tp > 8 else 0.0), rtol=1e-12)
+    else:
+        np.testing.assert_allclose(t, total + lat, rtol=1e-12)
+
+
+def test_deployment_system_is_checked():
+    with pytest.raises(TypeError, match="topology.System"):
+        serving.Deployment("LLaMA-2-70B", "H100", tp=4, system="DGX H100")
+    with pytest.raises(ValueError, match="at least tp·ep = 8 chips of H100"):
+        serving.Deployment("LLaMA-2-70B", "H100", tp=8, system=topology.System("H100", 4))
+    with pytest.raises(ValueError, match="chips of H100"):
+        serving.Deployment("LLaMA-2-70B", "H100", tp=8, system=topology.system("DGX A100"))
 
 
 def test_static_batch_is_prefill_plus_each_decode_step(l70):

@@ -10,8 +10,10 @@ from scaling_lib import data, efficiency, validation
 
 #: recorded on the held-out half (56 records: training and serving runs included) when these
 #: tests were written; a change that makes the model worse than this fails (improve the model,
-#: or explain and lower the bar in review)
-RECORDED_HOLDOUT = {"median_abs_error": 0.092, "within_20pct_count": 47}
+#: or explain and lower the bar in review). 0.092 -> 0.093 when serving's TP AllReduce moved onto
+#: collectives.group_time (issue #16): the same times to within rounding, but the refit landed
+#: elsewhere on a flat objective (held-out median 9.16 % -> 9.21 %, still 47 of 56 within ±20 %)
+RECORDED_HOLDOUT = {"median_abs_error": 0.093, "within_20pct_count": 47}
 #: recorded flagship ranks by forecast (1 = fastest) and how many flagships meet the goal
 RECORDED_FLAGSHIPS = {"llama3-405b-8k": 76, "deepseek-v3": 20, "megatron-1t": 1,
                       "palm-540b": 8}

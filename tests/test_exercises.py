@@ -30,7 +30,7 @@ SECRET = b"test-secret-for-variants-0123456789"
 STUDENTS = ("s001", "s002", "s003", "s004", "s005")
 
 # Chapters whose exercises follow issue #19 (the others still have the old set).
-REWORKED = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+REWORKED = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12}
 ALL = sorted({int(p.stem[:2]) for p in (ROOT / "src" / "exercises").glob("*.md")})
 
 
@@ -224,7 +224,6 @@ def test_thought_questions_have_model_answers(chapter):
         assert "你的回答" in before, f"{label}: no cell for the reader's own answer before the model answer"
 
 
-@pytest.mark.xfail(strict=True, reason="issue #19 is done chapter by chapter; remove this mark with the last")
 def test_all_chapters_reworked():
     assert REWORKED >= set(ALL), f"chapters not yet reworked: {sorted(set(ALL) - REWORKED)}"
 
@@ -410,6 +409,64 @@ PINS: list = [
                4 * 2 * 1024 * 1024 * 8192 / 1.97e14], 1e-9,
      "naive: exact ring AllGather + n t_c; collective: t_c + (n-1) max(t_c, t_p), t_c > t_p"),
     ("10.8b", 0.5 * 2.75e14 / 9e10, 1e-9, "(b/2) C/W_bi, int8 on v4p"),
+    # chapter 12 (spec 12; H100 C = 9.89e14, NVLink 4.5e11, node egress 4e11; B200 2.25e15 / 8e12 /
+    # 9e11; DGX A100 3.1e14 / 3e11 / 2e11; L40S and L4 from their data sheets)
+    ("12.1", [142 * 4 * 32, 58 * 4 * 32], 0, "P1.1 on L40S and L4"),
+    ("12.2", [18176 * 1.11e9, 18176 * 2.52e9, 3.62e14 / (18176 * 2.52e9)], 1e-9, "P1.2 on L40S"),
+    ("12.3", [1.979e15 / 4.8e12, 310], 0.002, "P1.3 on H200 fp8, A100 int8"),
+    ("12.3b", "A", 0, "B = 250 between H200's 206 and H100's 295"),
+    ("12.4", [2 * (128 * 8192 + 8192 * 16384 + 128 * 16384) / 8e12, 2 * 768 * 8192 * 16384 / 2.25e15], 1e-9,
+     "P1.4 on B200, [B, 8192] x [8192, 16384]"),
+    ("12.4b", "B", 0, "intensity ~125 < 281"),
+    ("12.5", [148 * 256 * 1024, 3 * 148 * 256 * 1024], 1e-9, "P1.5 on B200 with TMEM"),
+    ("12.6", 80e12 / (2 * 18944), 1e-9, "P1.6"),
+    ("12.7", [1 / 12, 12 * 2 ** 28 / 8e12], 1e-9, "P1.7 on B200, N = 2^28"),
+    ("12.7b", "C", 0, "elementwise add: bandwidth-bound"),
+    ("12.8", [3.62e14 / (142 * 4 * 2.52e9), 9.89e14 / (132 * 4 * 1.76e9) / (3.62e14 / (142 * 4 * 2.52e9))], 1e-9,
+     "P1.8 on L40S"),
+    ("12.9", 21, 0, "P1.9 with 96 registers per thread"),
+    ("12.9b", "A", 0, "fewer warps: less latency hiding"),
+    ("12.10", 8 * 300e9, 1e-9, "P2.1 on DGX A100"),
+    ("12.10b", "A", 0, "GPU ports bind"),
+    ("12.11", 4 * 900e9 * 2, 1e-9, "P2.2 on DGX B200"),
+    ("12.12", [2 * 6144 * 24576 * 7 / (8 * 4.5e11), 2 * 6144 * 24576 / 4.5e11], 1e-9, "P2.3 bf16[6144, 24576]"),
+    ("12.13", [6 * 32 * 50e9, 9 * 64 * 50e9, 36 * 400e9], 1e-9, "P3.1 on 3 SUs of 24 nodes"),
+    ("12.15", 72 * 100e9, 1e-9, "P3.3 with 800 Gbps NICs"),
+    ("12.16", [8 * 900e9 / 7, 24 * 400e9 / 23, 3 * 9.6e12 / 2], 1e-9, "P3.4 on the small B200 tree"),
+    ("12.16b", "B", 0, "leaf level"),
+    ("12.17", 2 * 2048 * 12288 * 7 / (8 * 9e11), 1e-9, "P4.1 on DGX B200"),
+    ("12.19b", "C", 0, "inner axis inside the node"),
+    ("12.20", [2e9 / 4.5e11, 2e9 * 23 / (24 * 4e11)], 1e-9, "P4.4 with B = 2 GB, M = 24"),
+    ("12.21", [16e9, 16e9, 2e9 / 4.5e11], 1e-9, "P4.5 with B = 2 GB"),
+    ("12.23", 2 * 8192 * 32768 / 12.8e12, 1e-9, "P4.7 corrected (12.8 TB/s per SU)"),
+    ("12.24", 1.5e9 / (2 * 4e11), 1e-9, "P4.8 on two DGX B200: cross-node binds"),
+    ("12.24b", "B", 0, "cross-node level"),
+    ("12.25", (1 / (2 * 2e11)) / (1 / (8 * 3e11)), 1e-9, "P4.9 on DGX A100"),
+    ("12.25b", "A", 0, "no aggregation for AllToAll"),
+    ("12.26", [2 * 23 / 24, 2 * 71 / 72], 1e-9, "P4.10, 2(N-1)/N"),
+    ("12.27", [3.1e14 / 3e11, 3.1e14 / 2e11], 1e-9, "P5.1 on DGX A100"),
+    ("12.28", [39.6e6, 10.1e6], 0.01, "P5.2 (CANON: H800 4,945 tok/GPU)"),
+    ("12.29", 160 / 6 * 9.89e14 / 4e11, 1e-9, "P5.3 with E = 160, k = 6"),
+    ("12.29b", "A", 0, "compute ~ k/E, sync ~ all"),
+    ("12.30", 3.1e14 / 2e11 * 3 / 4, 1e-9, "P5.4 over 4 DGX A100 nodes"),
+    ("12.31", [53248 * 4.5e11 / 9.89e14, 53248 * 4e11 / 9.89e14], 1e-9, "P5.5 with F = 53,248"),
+    ("12.32", 8 + 53248 * 4e11 / 9.89e14, 1e-9, "P5.6 with F = 53,248"),
+    ("12.32b", "A", 0, "16 < 29.5"),
+    ("12.33", 8 * 2.25e15 / 4e11, 1e-9, "P5.7 on DGX B200"),
+    ("12.35", [15360 * 4096 / 7168, 7 / 6], 1e-9, "P5.9 on 7168 GPUs, X = 7"),
+    ("12.36", [16 * 2 ** 20 / 24576, 9.89e14 / 4e11 / 6], 1e-9, "P5.10 with PP 6"),
+    ("12.36b", "A", 0, "683 > 412"),
+    ("12.37", [4.5e15 / 9e11, 4.5e15 / 4e11], 1e-9, "P6.1 on DGX B200 in fp8"),
+    ("12.37b", "A", 0, "C doubles, W does not"),
+    ("12.38", [4.05e12, 51], 0, "P6.2(a) for 405B"),
+    ("12.38b", 6 * 405e9 * 15e12 / (16384 * 9.89e14 * 0.4), 1e-9, "P6.2(b) for 405B"),
+    ("12.38c", 9.89e14 / (4 * 4e11), 1e-9, "P6.2(c) with PP 4"),
+    ("12.38d", "A", 0, "TP8 x PP16 x DP128"),
+    ("12.39", [4096, 2048, 2048], 0, "P6.3"),
+    ("12.39b", [1550, 775, 193.75], 1e-9, "P6.3 thresholds on DGX A100"),
+    ("12.40", [(7.2e12 / 4e11) / (2.25e15 / 9.89e14), 2.25e15 / 7.2e12], 1e-9, "P7.1 with 800 Gbps NICs"),
+    ("12.40b", "B", 0, "in-rack NVLink level binds"),
+    ("12.41b", "A", 0, "approximation overestimates"),
 ]
 
 
@@ -443,6 +500,16 @@ def test_function_references_by_hand():
     assert reg["4.4"].reference()(t=1, s=32768, g=8) == pytest.approx(32768 * 8 / (8 + 32768))
     assert list(reg["4.12"].reference()(N=2, P=3, M=5)) == [60, 120, 180]
     assert [hops(N=n, wrap=w) for n, w in ((1, True), (1, False), (3, True), (16, True), (16, False))] == [0, 0, 1, 8, 15]
+    # chapter 12
+    assert reg["12.18"].reference()(V=1e9, N=8, W=4.5e11) == pytest.approx(1e9 * 7 / (64 * 4.5e11))
+    assert reg["12.18"].reference()(V=1e9, N=1, W=4.5e11) == 0
+    sh = reg["12.19"].reference()
+    assert sh(Y=1) == pytest.approx(1.30e-3, rel=0.01) and sh(Y=8) == sh(Y=1)  # P4.3
+    assert sh(Y=16) == pytest.approx(2 * 8192 * 32768 / (16 * 50e9), rel=0.05)
+    assert reg["12.22"].reference()(D=4096, F=16384, Y=2) == pytest.approx(2 * 4096 * 16384 / (2 * 4.5e11))
+    rg = reg["12.41"].reference()
+    assert [round(rg(k=8, z=z), 3) for z in (8, 16, 64)] == [0.574, 0.378, 0.117]   # P7.2
+    assert rg(k=8, z=1) == 0 and rg(k=1, z=8) == pytest.approx(7 / 64)
 
 
 @pytest.mark.parametrize("ex_id, want, rtol, ref", PINS, ids=[p[0] for p in PINS])

@@ -180,6 +180,13 @@ def test_answer_not_printed_in_chapter(ex):
     assert not bad, f"{ex.id}: " + "; ".join(bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else "")
 
 
+def test_function_feedback_writes_float_inputs_as_numbers():
+    """A failing function's feedback names the input as the reader would write it: V=1e9, not
+    V='1e9' (notes/19.md, Left)."""
+    r = evaluate(registry()["12.18"], lambda V, N, W: V / (W * N))
+    assert not r.correct and "V=1e9, N=1, W=4.5e11" in r.message and "'1e9'" not in r.message, r.message
+
+
 def test_match_rule():
     """The match rule of the audit: displayed precision, the unit written after the number,
     trivial constants."""

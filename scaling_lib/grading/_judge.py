@@ -695,7 +695,8 @@ def _judge_choice(ex, answer, values=None) -> CheckResult:
 # ---- functions -------------------------------------------------------------------------------
 
 def _fmt_kwargs(kw: dict) -> str:
-    return ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else v!r}" for k, v in kw.items())
+    # a float is written as a number (V=1e9), anything else as Python would (mesh={'X': 2})
+    return ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else repr(v)}" for k, v in kw.items())
 
 
 def _param_names(ex) -> str:

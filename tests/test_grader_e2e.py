@@ -344,9 +344,10 @@ def _class_run(folder: Path) -> dict:
     tiny_answer.cells[i].source = tiny_answer.cells[i].source.replace("check(", "i_crit_ici = 5e-324\ncheck(")
     write("tinyanswer_01_roofline", tiny_answer)
     write("bigoutput_01_roofline", _append(ref1, BIG_OUTPUT))
-    write("fifolog_01_roofline", _append(ref1, FIFO_EVERYWHERE))
-    # hostile, tiny (they answer nothing honestly: every mark they get is unearned)
+    # hostile, tiny (they answer nothing honestly: every mark they get is unearned). Never run
+    # them outside a working sandbox: FIFO_EVERYWHERE alone replaces every file in /tmp/* and ~.
     if WEAK is None:
+        write("fifolog_01_roofline", _append(ref1, FIFO_EVERYWHERE))
         write("a1killer_01_roofline", _tiny([KILLER]))
         write("a2pth_01_roofline", _tiny([PTH % {"sites": _site_dirs(), "tag": MARKER}]))
         write("a3rewriter_01_roofline", _tiny([REWRITER % {"root": str(ROOT)}]))
@@ -436,6 +437,7 @@ def test_huge_output_costs_nothing_and_grader_memory_stays_small(run):
     assert run["rss_growth_mb"] < 200, run["rss_growth_mb"]  # 400 MB of output went through
 
 
+@needs_sandbox
 def test_fifos_in_place_of_the_runners_files_do_not_hang_anything(run):
     s = _r(run, "fifolog_01_roofline")
     assert s["total"] == MAX[1], s["notes"]  # its honest answers were read at each check()

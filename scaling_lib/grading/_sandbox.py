@@ -567,6 +567,13 @@ class Sandbox:
         a = [self.iso.bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
              "--gid", str(SANDBOX_UID), "--disable-userns", "--die-with-parent", "--new-session",
              "--hostname", "grader", "--cap-drop", "ALL"]
+        # the private writable places first: a bind below must land on top of them, or a Python
+        # installed under /tmp or /home (a virtual environment in a clone there) would be hidden by
+        # the tmpfs, the self-test would fail and grading would fall back to no sandbox at all
+        a += ["--proc", "/proc", "--dev", "/dev",
+              "--size", str(TMPFS), "--tmpfs", "/tmp",
+              "--size", str(TMPFS), "--tmpfs", "/home",
+              "--size", str(TMPFS), "--tmpfs", "/dev/shm"]
         a += ["--ro-bind", "/usr", "/usr"]
         for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(d):
@@ -586,11 +593,7 @@ class Sandbox:
         installed = LIB.resolve()
         if any(installed == r or r in installed.parents for r in self.roots):
             a += ["--ro-bind", str(self.tree / "lib" / "scaling_lib"), str(installed)]  # mask the answer key
-        a += ["--proc", "/proc", "--dev", "/dev",
-              "--size", str(TMPFS), "--tmpfs", "/tmp",
-              "--size", str(TMPFS), "--tmpfs", "/home",
-              "--size", str(TMPFS), "--tmpfs", "/dev/shm",
-              "--dir", "/home/grader/work", "--chdir", "/home/grader/work",
+        a += ["--dir", "/home/grader/work", "--chdir", "/home/grader/work",
               "--", sys.executable, "-s", "-B", "/grader/bin/runner.py"]
         return a
 

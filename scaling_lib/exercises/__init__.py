@@ -181,6 +181,9 @@ class Exercise:
     bytes_like: True if the quantities are bits/bytes (a factor of 8 may be bits vs bytes).
                Default: the unit names bytes or bits.
     slip_rtol: the window in which an answer is recognised as a slip (default max(rtol, 2%)).
+    program:   for "function": a ``hlo_check.Program``: the reader writes the per-device body of
+               a ``shard_map``; the checker wraps and runs it, and also checks which collectives
+               its compiled HLO holds (slips are then wrong bodies too).
     """
 
     id: str
@@ -205,6 +208,7 @@ class Exercise:
     context: str | None = None
     bytes_like: bool | None = None
     slip_rtol: float | None = None
+    program: Any = None
 
     def __hash__(self):
         return hash(self.id)
@@ -245,6 +249,8 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: context must be one of {CONTEXTS}, got {self.context!r}")
         if self.slip_rtol is not None and self.slip_rtol < 0:
             raise ValueError(f"exercise {self.id}: slip_rtol must be >= 0")
+        if self.program is not None and (self.kind != "function" or not hasattr(self.program, "judge")):
+            raise ValueError(f"exercise {self.id}: program (a hlo_check.Program) is for function exercises")
 
     @property
     def chapter(self) -> int:
@@ -258,9 +264,9 @@ class Exercise:
 
     def reference(self, values: dict | None = None):
         """The expected answer for these parameter values (defaults when None; for "function":
-        the reference function)."""
+        the reference function; with ``program``, the reference per-device body)."""
         if self.kind == "function":
-            return self.expected
+            return self.program.body if self.program is not None else self.expected
         return self.expected(**self.values(values))
 
     def accepted(self, values: dict | None = None) -> list:

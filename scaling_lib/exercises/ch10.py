@@ -2,7 +2,11 @@
 
 Function exercises run the reader's JAX code on the 8 simulated devices and compare its output
 numerically with the reference programs below (small random inputs, so each check takes a
-second or two). The reference programs are also what the chapter and
+second or two). The collective matmuls (10.4, 10.7, 10.7b, 10.7c, 10.8) take the reader's
+per-device ``shard_map`` body and also check the collectives of its compiled HLO
+(``hlo_check.Program``: ``PROGRAM_AG`` ... below, with the plausible wrong programs each must
+reject); their slips are wrong per-device bodies, each the JAX form of a numpy model of the
+mistake (tests/test_jax_chapter.py checks that the two agree). The reference programs are also what the chapter and
 tests/test_jax_chapter.py verify: collective matmuls (AllGather side, ReduceScatter side,
 AllReduce side, bidirectional), the FFN block built from them, the per-shard reductions and the
 toy MoE. jax is imported inside the functions (``import scaling_lib`` stays jax-free).
@@ -16,6 +20,7 @@ import numpy as np
 
 from .. import hardware, profiling
 from . import Exercise, Slip
+from .hlo_check import Program
 
 __all__ = ["EXERCISES", "ag_collective_matmul", "rs_collective_matmul", "ar_tiled_matmul",
            "bidirectional_ag_matmul", "ffn_block", "per_shard_mean", "roll_in_shard",
@@ -92,6 +97,20 @@ def _bidir_body(a, w):
     return jnp.concatenate([acc_t, acc_b], axis=0)
 
 
+def _ar_body(a, w, n_tiles=4):
+    """Per device: a [B/X, D/n], w [D/n, F]; F in ``n_tiles`` tiles, one psum over Y per tile."""
+    import jax
+    import jax.numpy as jnp
+    tiles = np.array_split(np.arange(w.shape[1]), n_tiles)
+    return jnp.concatenate([jax.lax.psum(a @ w[:, t[0]:t[-1] + 1], "Y") for t in tiles], axis=1)
+
+
+def _ffn_body(x, w_in, w_out):
+    """Per device: AllGather-side collective matmul, gelu, ReduceScatter-side collective matmul."""
+    import jax
+    return _rs_body(jax.nn.gelu(_ag_body(x, w_in)), w_out)
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled(kind: str, n_tiles: int = 4):
     import jax
@@ -106,15 +125,10 @@ def _compiled(kind: str, n_tiles: int = 4):
     elif kind == "rs":
         f = sm(_rs_body, in_specs=(P("X", "Y"), P("Y", None)), out_specs=P("X", "Y"))
     elif kind == "ar":
-        def body(a, w):
-            tiles = np.array_split(np.arange(w.shape[1]), n_tiles)
-            outs = [jax.lax.psum(a @ w[:, t[0]:t[-1] + 1], "Y") for t in tiles]
-            return jnp.concatenate(outs, axis=1)
-        f = sm(body, in_specs=(P("X", "Y"), P("Y", None)), out_specs=P("X", None))
+        f = sm(functools.partial(_ar_body, n_tiles=n_tiles), in_specs=(P("X", "Y"), P("Y", None)),
+               out_specs=P("X", None))
     elif kind == "ffn":
-        def body(x, w_in, w_out):
-            return _rs_body(jax.nn.gelu(_ag_body(x, w_in)), w_out)
-        f = sm(body, in_specs=(P("X", "Y"), P(None, "Y"), P("Y", None)), out_specs=P("X", "Y"))
+        f = sm(_ffn_body, in_specs=(P("X", "Y"), P(None, "Y"), P("Y", None)), out_specs=P("X", "Y"))
     else:
         raise ValueError(f"unknown kind {kind!r}")
     return jax.jit(f), mesh
@@ -378,9 +392,10 @@ def _rs_local_only(t, w2, n=4):
 
 
 def _rs_off_by_one(t, w2, n=4):
+    """Started with column block j: device j ends with the full block j + 1."""
     full = np.asarray(t, np.float64) @ np.asarray(w2, np.float64)
     dc = full.shape[1] // n
-    return np.concatenate([full[:, ((j - 1) % n) * dc:((j - 1) % n + 1) * dc] for j in range(n)], axis=1)
+    return np.concatenate([full[:, ((j + 1) % n) * dc:((j + 1) % n + 1) * dc] for j in range(n)], axis=1)
 
 
 def _gelu(x):
@@ -448,6 +463,165 @@ def _eye(r, c):
 def _ar(r, c):
     return (np.arange(r * c, dtype=np.float32).reshape(r, c) % 7 - 3)
 
+# ---- declared slips of the program exercises: wrong per-device bodies -----------------------
+# Each is the body a reader would write with that mistake; tests/test_jax_chapter.py checks that
+# its global result is the numpy model of the mistake above.
+
+def _ag_slip_local(a, w):
+    """Only the local block: no ring."""
+    import jax
+    j, dc = jax.lax.axis_index("Y"), a.shape[1]
+    return a @ jax.lax.dynamic_slice_in_dim(w, j * dc, dc, axis=0)
+
+
+def _ag_slip_chunk(a, w):
+    """Receives from j + 1 but multiplies W's row block (j - k), not (j + k)."""
+    import jax
+    n, j = jax.lax.axis_size("Y"), jax.lax.axis_index("Y")
+    dc = a.shape[1]
+    shift = [(s, (s - 1) % n) for s in range(n)]
+    acc = a @ jax.lax.dynamic_slice_in_dim(w, j * dc, dc, axis=0)
+    for k in range(1, n):
+        a = jax.lax.ppermute(a, "Y", shift)
+        acc = acc + a @ jax.lax.dynamic_slice_in_dim(w, ((j - k) % n) * dc, dc, axis=0)
+    return acc
+
+
+def _bidir_slip_chunk(a, w):
+    """The bottom half travels from j - 1 but is multiplied by chunk (j + k), like the top half."""
+    import jax
+    import jax.numpy as jnp
+    n, j = jax.lax.axis_size("Y"), jax.lax.axis_index("Y")
+    dc, h = a.shape[1], a.shape[0] // 2
+    top, bot = a[:h], a[h:]
+    chunk = lambda c: jax.lax.dynamic_slice_in_dim(w, (c % n) * dc, dc, axis=0)  # noqa: E731
+    acc_t, acc_b = top @ chunk(j), bot @ chunk(j)
+    for k in range(1, n):
+        top = jax.lax.ppermute(top, "Y", [(s, (s - 1) % n) for s in range(n)])
+        bot = jax.lax.ppermute(bot, "Y", [(s, (s + 1) % n) for s in range(n)])
+        acc_t, acc_b = acc_t + top @ chunk(j + k), acc_b + bot @ chunk(j + k)
+    return jnp.concatenate([acc_t, acc_b], axis=0)
+
+
+def _ar_slip_no_psum(a, w):
+    import jax.numpy as jnp
+    f4 = w.shape[1] // 4
+    return jnp.concatenate([a @ w[:, t * f4:(t + 1) * f4] for t in range(4)], axis=1)
+
+
+def _ar_slip_pmean(a, w):
+    import jax
+    import jax.numpy as jnp
+    f4 = w.shape[1] // 4
+    return jnp.concatenate([jax.lax.pmean(a @ w[:, t * f4:(t + 1) * f4], "Y") for t in range(4)], axis=1)
+
+
+def _rs_slip_local(t, w2):
+    """Only this device's share of F, no ring."""
+    import jax
+    j, dc = jax.lax.axis_index("Y"), w2.shape[1] // jax.lax.axis_size("Y")
+    return t @ jax.lax.dynamic_slice_in_dim(w2, j * dc, dc, axis=1)
+
+
+def _rs_slip_start(t, w2):
+    """Starts with column block j (not j - 1): the partial sums land one device early."""
+    import jax
+    n, j = jax.lax.axis_size("Y"), jax.lax.axis_index("Y")
+    dc = w2.shape[1] // n
+    shift = [(s, (s + 1) % n) for s in range(n)]
+    col = lambda c: jax.lax.dynamic_slice_in_dim(w2, (c % n) * dc, dc, axis=1)  # noqa: E731
+    acc = t @ col(j)
+    for s in range(1, n):
+        acc = jax.lax.ppermute(acc, "Y", shift) + t @ col(j - s)
+    return acc
+
+
+def _ffn_slip_no_gelu(x, w_in, w_out):
+    return _rs_body(_ag_body(x, w_in), w_out)
+
+
+def _ffn_slip_relu(x, w_in, w_out):
+    import jax
+    return _rs_body(jax.nn.relu(_ag_body(x, w_in)), w_out)
+
+
+# Right numbers through the wrong collectives: what the program check exists to catch.
+
+def _ag_wrong_gather(a, w):
+    """The plain way: AllGather A along Y, then one local matmul."""
+    import jax
+    return jax.lax.all_gather(a, "Y", axis=1, tiled=True) @ w
+
+
+def _ag_wrong_psum(a, w):
+    """AllGather in disguise: each device writes its block into zeros, psum assembles A."""
+    import jax
+    import jax.numpy as jnp
+    n, j = jax.lax.axis_size("Y"), jax.lax.axis_index("Y")
+    full = jnp.zeros((a.shape[0], a.shape[1] * n), a.dtype)
+    return jax.lax.psum(jax.lax.dynamic_update_slice_in_dim(full, a, j * a.shape[1], axis=1), "Y") @ w
+
+
+def _rs_wrong_scatter(t, w2):
+    import jax
+    return jax.lax.psum_scatter(t @ w2, "Y", scatter_dimension=1, tiled=True)
+
+
+def _rs_wrong_psum(t, w2):
+    import jax
+    n, j = jax.lax.axis_size("Y"), jax.lax.axis_index("Y")
+    dc = w2.shape[1] // n
+    return jax.lax.dynamic_slice_in_dim(jax.lax.psum(t @ w2, "Y"), j * dc, dc, axis=1)
+
+
+def _ffn_wrong_plain(x, w_in, w_out):
+    import jax
+    return _rs_wrong_scatter(jax.nn.gelu(_ag_wrong_gather(x, w_in)), w_out)
+
+
+def _ar_wrong_gather(a, w):
+    import jax
+    return jax.lax.all_gather(a, "Y", axis=1, tiled=True) @ jax.lax.all_gather(w, "Y", axis=0, tiled=True)
+
+
+_NEED_PERMUTE = "这道题要用 jax.lax.ppermute 沿环 Y 把块传给邻居（HLO 里是 collective-permute）。"
+_NO_AR = ("集合矩阵乘法只沿环传块：psum 会把整份结果归约一遍，正是要拆开、藏到计算后面的那次集合通信。")
+_NO_A2A = "这里用不着 all_to_all：只需沿环把块传给邻居（ppermute）。"
+_AG_SIDE = dict(mesh=MESH_XY, in_specs={"a": ("X", "Y"), "w": (None, "Y")}, out_spec=("X", "Y"),
+                require={"collective-permute": _NEED_PERMUTE},
+                forbid={"all-gather": "这道题的意思是不先把 A 收集完整：每一步用 ppermute 把手里的块传给邻居，"
+                                      "同时乘 W 对应的行块，让通信藏在计算后面。all_gather（或让 jit 替你收集）"
+                                      "就是要避免的那次 AllGather。",
+                        "all-reduce": _NO_AR, "reduce-scatter": _NO_AR, "all-to-all": _NO_A2A})
+PROGRAM_AG = Program(body=_ag_body, **_AG_SIDE,
+                     wrong=((_ag_wrong_gather, "你的程序里有 all-gather"), (_ag_wrong_psum, "你的程序里有 all-reduce")))
+PROGRAM_BIDIR = Program(body=_bidir_body, **_AG_SIDE,
+                        both_ways="双向环要让上半块收自 j + 1、下半块收自 j − 1，两个方向的链路同时用上。",
+                        wrong=((_ag_body, "只往一个方向传"), (_ag_wrong_gather, "你的程序里有 all-gather")))
+PROGRAM_RS = Program(
+    body=_rs_body, mesh=MESH_XY, in_specs={"t": ("X", "Y"), "w2": ("Y", None)}, out_spec=("X", "Y"),
+    require={"collective-permute": "这道题要用 jax.lax.ppermute 沿环传部分和（HLO 里是 collective-permute）。"},
+    forbid={"reduce-scatter": "这道题要的是不用 psum_scatter：把 ReduceScatter 拆成 n − 1 次 ppermute，"
+                              "一边传部分和，一边算下一块。",
+            "all-reduce": "这道题要的是不做 AllReduce（psum 后再切）：部分和沿环传 n − 1 步，每步只传 [B/X, D/n]。",
+            "all-gather": "不要先收集 T 或 W₂：ReduceScatter 一侧传的是部分和，不是输入。",
+            "all-to-all": _NO_A2A},
+    wrong=((_rs_wrong_scatter, "你的程序里有 reduce-scatter"), (_rs_wrong_psum, "你的程序里有 all-reduce")))
+PROGRAM_FFN = Program(
+    body=_ffn_body, mesh=MESH_XY, in_specs={"x": ("X", "Y"), "w_in": (None, "Y"), "w_out": ("Y", None)},
+    out_spec=("X", "Y"), require={"collective-permute": _NEED_PERMUTE},
+    forbid={"all-gather": "上投影要用 AllGather 一侧的集合矩阵乘法（10.4），不要先收集输入。",
+            "reduce-scatter": "下投影要用 ReduceScatter 一侧的集合矩阵乘法（10.7b），不要用 psum_scatter。",
+            "all-reduce": "下投影的部分和要沿环传（10.7b），不要 psum。", "all-to-all": _NO_A2A},
+    wrong=((_ffn_wrong_plain, "你的程序里有 all-gather"),))
+PROGRAM_AR = Program(
+    body=_ar_body, mesh=MESH_XY, in_specs={"a": ("X", "Y"), "w": ("Y", None)}, out_spec=("X", None),
+    require={"all-reduce": "每块本地相乘之后要沿 Y 用 psum 把部分和加起来（HLO 里是 all-reduce）。"},
+    forbid={"all-gather": "这道题不收集 A 或 W：收缩维度 D 留在各设备上，部分和用 psum 加起来。",
+            "reduce-scatter": "输出要在 Y 上完整复制（P('X', None)），用 psum，不用 psum_scatter。"},
+    wrong=((_ar_wrong_gather, "你的程序里有 all-gather"),))
+
+
 # ---- numeric answers -----------------------------------------------------------------------
 
 def _threshold(bidirectional=False, chip="v4p", dtype="bf16"):
@@ -502,9 +676,10 @@ EXERCISES = [
              explain="8 个分片第 i 个元素是 128k+i，平均 448+i。"),
     Exercise("10.4", "collective_matmul", sampler=_s_ag, expected=ag_collective_matmul, **_FN,
              edge_cases=({"a": _ar(8, 16), "w": _eye(16, 32)},),
-             slips=(Slip("只乘了本地那一块：A 的块要沿环传 n - 1 次，每块都和 W 的对应行块乘一次再累加。", _ag_local_only),
+             program=PROGRAM_AG,
+             slips=(Slip("只乘了本地那一块：A 的块要沿环传 n - 1 次，每块都和 W 的对应行块乘一次再累加。", _ag_slip_local),
                     Slip("W 的行块选反了：第 k 步手里的 A 块来自 j + k，要乘 W 的第 (j + k) mod n 块，不是 (j - k)。",
-                         _ag_wrong_chunk)),
+                         _ag_slip_chunk)),
              explain="每一步乘手里的那块，同时把它传给邻居；4 步之后每块 A 都用过一次。"),
     Exercise("10.4b", "f_over_n_threshold", "number", _threshold, rtol=0.03, unit="（元素）",
              slips=(Slip("这是 v5e 的门槛（正文的例子）：这道题是 v4p，C = 2.75e14、单向链路 4.5e10 B/s。",
@@ -549,21 +724,23 @@ EXERCISES = [
              explain="每个 (token, 专家) 对单独分发，合并时取平均（或按路由权重加权）。"),
     Exercise("10.7", "ar_matmul", sampler=_s_ag, expected=ar_tiled_matmul, **_FN,
              edge_cases=({"a": _ar(8, 16), "w": _eye(16, 32)},),
-             slips=(Slip("没有 psum：每个设备只有收缩维度 D 上自己那一段的部分和，要沿 Y 加起来。", _ar_no_psum),
-                    Slip("用了 pmean：部分和要相加（psum），求平均会小 n = 4 倍。",
-                         lambda a, w: ar_tiled_matmul(a, w) / 4)),
+             program=PROGRAM_AR,
+             slips=(Slip("没有 psum：每个设备只有收缩维度 D 上自己那一段的部分和，要沿 Y 加起来。", _ar_slip_no_psum),
+                    Slip("用了 pmean：部分和要相加（psum），求平均会小 n = 4 倍。", _ar_slip_pmean)),
              explain="按 F 分块，每块一次 psum：后一块的计算可以和前一块的 AllReduce 重叠。"),
     Exercise("10.7b", "rs_matmul", sampler=_s_rs, expected=rs_collective_matmul, **_FN,
              edge_cases=({"t": _ar(8, 32), "w2": _eye(32, 16)},),
+             program=PROGRAM_RS,
              slips=(Slip("部分和没有沿环传递：设备 j 只算了自己那段 F 的贡献，n 步累加之后才是完整的第 j 块。",
-                         _rs_local_only),
-                    Slip("起点错了一格：设备 j 最后拿到的是第 j - 1 块；第一步要算 (j - 1) mod n 块，让它传 n - 1 步后落到 j。",
-                         _rs_off_by_one)),
+                         _rs_slip_local),
+                    Slip("起点错了一格：第一步算了第 j 块，这份部分和传 n - 1 步后落在设备 j - 1 上，设备 j 拿到的是第 j + 1 块；"
+                         "第一步要算第 (j - 1) mod n 块，让它传 n - 1 步后正好落到 j。", _rs_slip_start)),
              explain="传的是部分和 [B/X, D/n]，n 次累加之后设备 j 手里正好是第 j 块。"),
     Exercise("10.7c", "ffn", sampler=_s_ffn, expected=ffn_block, **_FN,
              edge_cases=({"x": _ar(8, 16), "w_in": _eye(16, 32), "w_out": _eye(32, 16)},),
-             slips=(Slip("漏了 gelu：两次矩阵乘法之间要过非线性。", _ffn_no_gelu),
-                    Slip("用了 relu：题目说的是 jax.nn.gelu。", _ffn_relu)),
+             program=PROGRAM_FFN,
+             slips=(Slip("漏了 gelu：两次矩阵乘法之间要过非线性。", _ffn_slip_no_gelu),
+                    Slip("用了 relu：题目说的是 jax.nn.gelu。", _ffn_slip_relu)),
              explain="上投影用 AllGather 一侧的集合矩阵乘法，下投影用 ReduceScatter 一侧的。"),
     Exercise("10.4d", "hide_v4p", "choice", lambda: "B", choices=("A", "B", "C", "D"),
              why={"A": "“大”要和门槛比：v4p 上单向环的门槛 C/W_uni 约 6100，4096 不到。",
@@ -587,9 +764,10 @@ EXERCISES = [
              explain="切块是为了重叠：第 k 块的 AllReduce 和第 k+1 块的乘法同时进行。"),
     Exercise("10.8", "bidir_matmul", sampler=_s_ag, expected=bidirectional_ag_matmul, **_FN,
              edge_cases=({"a": _ar(8, 16), "w": _eye(16, 32)},),
+             program=PROGRAM_BIDIR,
              slips=(Slip("下半块乘错了 W 的行块：它收自 j - 1，第 k 步手里是 j - k 的块，要乘 W 的第 (j - k) mod n 块。",
-                         _bidir_same_chunk),
-                    Slip("只乘了本地那一块：两半都要沿环传 n - 1 次。", _ag_local_only)),
+                         _bidir_slip_chunk),
+                    Slip("只乘了本地那一块：两半都要沿环传 n - 1 次。", _ag_slip_local)),
              explain="两半数据各走一个方向，每条链路每步只传一半字节。"),
     Exercise("10.8b", "f_over_n_bidir", "number", lambda: _threshold(True, dtype="int8"), rtol=0.03,
              unit="（元素）",

@@ -352,11 +352,32 @@ def _judge_item(ex, item, inputs, values) -> CheckResult:
                 break
         if len(item["cases"]) < len(inputs) and all(s == "ok" for _, (s, _v) in cases):
             return _fail(ex, "❌ 没能在所有输入上测试你的函数。")
-        return judge_function(ex, cases)
+        programs = None
+        if ex.program is not None:  # the compiled program's collectives, as the kernel reported them
+            programs = [_program_facts(c.get("hlo")) for c in item["cases"][:len(cases)]
+                        if isinstance(c, dict) and "ok" in c]
+        return judge_function(ex, cases, programs)
     value = _decode(item.get("value", {"$": "missing"}))
     if ex.kind == "function" and isinstance(value, _Opaque) and value.type_name == "callable":
         return _fail(ex, "❌ 没能测试你的函数（它不能按参数名调用）。")
     return evaluate(ex, value, values=values)
+
+
+def _program_facts(v):
+    """The kernel's report of one compiled program -> plain facts (None if malformed)."""
+    if not isinstance(v, dict) or not isinstance(v.get("collectives"), dict):
+        return None
+    counts = {}
+    for k, n in list(v["collectives"].items())[:16]:
+        if isinstance(k, str) and isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10**6:
+            counts[k[:40]] = n
+    perms = []
+    for g in (v.get("permutes") if isinstance(v.get("permutes"), list) else [])[:64]:
+        if isinstance(g, list):
+            pairs = [p for p in g[:4096] if isinstance(p, list) and len(p) == 2
+                     and all(isinstance(x, int) and not isinstance(x, bool) for x in p)]
+            perms.append(pairs)
+    return {"collectives": counts, "permutes": perms}
 
 
 def _score(ex, items: dict, inputs, values) -> tuple[CheckResult, str]:
@@ -409,7 +430,11 @@ def _job_exercises(exs, seed: int) -> tuple[list[dict], dict]:
         ins = sample_inputs(ex, (seed + zlib.crc32(ex.id.encode())) % 2**32) if ex.kind == "function" else []
         json.dumps(ins)  # the sampler must give plain data
         inputs[ex.id] = ins
-        specs.append({"id": ex.id, "var": ex.var, "kind": ex.kind, "inputs": ins})
+        spec = {"id": ex.id, "var": ex.var, "kind": ex.kind, "inputs": ins}
+        if ex.kind == "function" and ex.program is not None:  # run the body as a compiled program
+            spec["program"] = ex.program.harness_args()
+            json.dumps(spec["program"])
+        specs.append(spec)
     return specs, inputs
 
 

@@ -16,6 +16,9 @@ instead of the variable, so a variable reused by a later exercise does not matte
 Output: ``_SPEC["out"]`` is written atomically with plain JSON data:
     {"id", "value": <encoded>}                       number / numbers / choice, or a non-callable
     {"id", "cases": [{"ok": <encoded>} | {"error": "TypeError: ..."} | {"timeout": true}, ...]}
+With ``_SPEC["program"]`` (an exercise that checks the compiled program), the function is a
+per-device body: ``scaling_lib.xla.checks.shard_map_program(fn, **program)`` runs it, and each
+"ok" case also carries ``"hlo": {"collectives": {kind: n}, "permutes": [...]}``.
 Encoding: numbers, strings, lists and null as themselves; anything else as a small dict with a
 "$" key ("ellipsis", "missing", "bool", "array", "callable", "opaque"). Nothing is pickled.
 """
@@ -91,7 +94,19 @@ def _enc(v, depth=0):
     return _opaque(v)
 
 
-def _call_all(fn, inputs, budget_s):
+def _program(fn, args):
+    """``fn`` run as a compiled shard_map program: call(**kw) -> (result, facts)."""
+    state = {}
+
+    def call(**kw):
+        if "run" not in state:
+            checks = __import__("scaling_lib.xla.checks", fromlist=["shard_map_program"])
+            state["run"] = checks.shard_map_program(fn, **args)
+        return state["run"](**kw)
+    return call
+
+
+def _call_all(fn, inputs, budget_s, program=False):
     """Call ``fn(**kw)`` on each input; a SIGALRM timer caps the total time."""
     cases = []
     deadline = _time.monotonic() + budget_s
@@ -117,7 +132,11 @@ def _call_all(fn, inputs, budget_s):
                 finally:
                     if old is not None:
                         _signal.setitimer(_signal.ITIMER_REAL, 0)
-                cases.append({"ok": _enc(out)})
+                if program:
+                    out, facts = out
+                    cases.append({"ok": _enc(out), "hlo": facts})
+                else:
+                    cases.append({"ok": _enc(out)})
             except _GraderTimeout:
                 cases.append({"timeout": True})
             except KeyboardInterrupt:
@@ -159,7 +178,9 @@ def _main():
         result["value"] = {"$": "missing"}
     else:
         if spec["kind"] == "function" and callable(v) and not isinstance(v, type):
-            result["cases"] = _call_all(v, spec["inputs"], float(spec["budget_s"]))
+            prog = spec.get("program")
+            fn = _program(v, prog) if isinstance(prog, dict) else v
+            result["cases"] = _call_all(fn, spec["inputs"], float(spec["budget_s"]), isinstance(prog, dict))
         else:
             result["value"] = _enc(v)
     text = _json.dumps(result, allow_nan=True)

@@ -163,16 +163,23 @@ def _evaluate(ex, answer, seed, values) -> CheckResult:
         if not callable(answer) or isinstance(answer, type):
             return _fail(ex, _type_message(ex, answer))
         inputs = sample_inputs(ex, default_seed(ex) if seed is None else seed)
-        cases = []
+        cases, programs = [], []
+        call = answer
+        if ex.program is not None:  # the answer is a per-device body: run it as a compiled program
+            call = _program_call(ex.program, answer)
         for kw in inputs:
             try:
-                cases.append((kw, ("ok", answer(**kw))))
+                out = call(**kw)
+                if ex.program is not None:
+                    out, facts = out
+                    programs.append(facts)
+                cases.append((kw, ("ok", out)))
             except KeyboardInterrupt:
                 raise
             except BaseException as e:  # the reader's code (even sys.exit()): report, never raise
                 cases.append((kw, ("error", f"{type(e).__name__}: {e}")))
                 break
-        return judge_function(ex, cases)
+        return judge_function(ex, cases, programs if ex.program is not None else None)
     if answer is Ellipsis:
         return CheckResult(ex.id, False, _NOT_ANSWERED)
     try:
@@ -184,6 +191,17 @@ def _evaluate(ex, answer, seed, values) -> CheckResult:
     if ex.kind == "numbers":
         return _judge_numbers(ex, answer, values)
     return _judge_choice(ex, answer, values)
+
+
+def _program_call(program, body):
+    """``body`` wrapped by ``program`` (built on the first call, so an error is the first case's)."""
+    state = {}
+
+    def call(**kw):
+        if "run" not in state:
+            state["run"] = program.runner(body)
+        return state["run"](**kw)
+    return call
 
 
 def _no_reference(e: BaseException) -> str:
@@ -706,24 +724,62 @@ def _param_names(ex) -> str:
         return ""
 
 
-def judge_function(ex, cases) -> CheckResult:
+def judge_function(ex, cases, programs=None) -> CheckResult:
     """Judge a function exercise from ``cases``: [(kwargs, outcome), ...] where outcome is
     ("ok", value) | ("error", "TypeError: ...") | ("timeout", seconds). Expected outputs are
-    computed here from ``ex.expected``; the first failing input is reported. Never raises."""
+    computed here from ``ex.expected``; the first failing input is reported. Never raises.
+
+    ``programs``: for an exercise with ``program``, the facts of the compiled program (one per
+    "ok" case, from ``xla.checks.shard_map_program``); judged after the values, by
+    ``ex.program.judge``."""
     try:
-        return _judge_function(ex, cases)
+        return _judge_function(ex, cases, programs)
     except Exception as e:
         return _fail(ex, f"❌ 没法比较你的函数的返回值（{type(e).__name__}）：它应该返回一个数。")
 
 
-def _judge_function(ex, cases) -> CheckResult:
+def _program_verdict(ex, programs) -> tuple[bool, str]:
+    """(ok, sentence) for the compiled programs of the "ok" cases (the first that fails)."""
+    if not programs:
+        return ex.program.judge(None)
+    first = None
+    for facts in programs:
+        ok, msg = ex.program.judge(facts)
+        if not ok:
+            return ok, msg
+        first = first or msg
+    return True, first
+
+
+def _judge_function(ex, cases, programs=None) -> CheckResult:
+    res = _judge_values(ex, cases)
+    if ex.program is None or not any(s == "ok" for _, (s, _v) in cases):
+        return res
+    ok, msg = _program_verdict(ex, programs)
+    if ok and res.correct:
+        explain = ex.explanation() or ""
+        head = res.message[:len(res.message) - len(explain)].rstrip() if explain and \
+            res.message.endswith(explain) else res.message
+        return CheckResult(ex.id, True, f"{head}{msg}{explain}")
+    if not ok and res.correct:
+        return _fail(ex, f"❌ 数值都对，但{msg}")
+    if not ok:
+        return _fail(ex, f"{res.message} 另外，{msg}")
+    return res
+
+
+def _judge_values(ex, cases) -> CheckResult:
     if not cases:
         return _fail(ex, "❌ 没能测试你的函数（没有拿到任何结果）。")
     for kw, (status, val) in cases:
         args = _fmt_kwargs(kw)
         if status == "error":
             msg = f"❌ 你的函数在输入 {args} 上出错了：{str(val)[:200]}。"
-            if str(val).startswith("TypeError"):
+            if str(val).startswith("TypeError") and ex.program is not None:
+                if "函数体" not in str(val):  # a per-device body is called with its blocks, in order
+                    msg += (f"检查参数：每个设备上会这样调用它：{ex.var}({_param_names(ex)})，"
+                            "按位置传入本设备的块。")
+            elif str(val).startswith("TypeError"):
                 names = _param_names(ex)
                 if names:
                     msg += f"检查参数名：会这样调用它：{ex.var}({names}=...)（按参数名传入）。"
@@ -789,9 +845,12 @@ def _function_slip(ex, cases) -> str | None:
         ok.append((kw, got.reshape(-1)))
     for sl in ex.slips:
         differs, agrees = False, True
+        slip = sl.answer
+        if ex.program is not None:   # a wrong per-device body: its global result
+            slip = _slip_values(ex.program, sl.answer)
         for kw, got in ok:
             try:
-                v = np.asarray(sl.answer(**kw), dtype=float).reshape(-1)
+                v = np.asarray(slip(**kw), dtype=float).reshape(-1)
                 ref = np.asarray(ex.expected(**kw), dtype=float).reshape(-1)
             except Exception:
                 agrees = False
@@ -804,6 +863,12 @@ def _function_slip(ex, cases) -> str | None:
         if agrees and differs:
             return sl.says
     return None
+
+
+def _slip_values(program, body):
+    def values(**kw):
+        return program.runner(body)(**kw)[0]
+    return values
 
 
 def _as_array(v):

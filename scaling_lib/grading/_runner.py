@@ -190,7 +190,8 @@ class Runner:
             budget = max(0.5, min(5.0, 0.5 * self.cell_timeout, time_left - 3.0))
             payload = json.dumps({"id": spec["id"], "var": spec["var"], "kind": spec["kind"],
                                   "inputs": spec["inputs"], "out": out, "budget_s": budget,
-                                  "recorded": src in ("check", "final")})
+                                  "recorded": src in ("check", "final"),
+                                  "program": spec.get("program")})
             code = ("import builtins as __grader_b\n"
                     "__grader_b.exec(__grader_b.compile(%r, '<grader>', 'exec'), "
                     "{'__builtins__': __grader_b, '__name__': '__grader__', '_SPEC': %r, "

@@ -3,6 +3,11 @@
 Units: bytes, seconds. Book: sec-03-compiler (which collectives XLA inserts), sec-05-proof (a
 sharded training step on 8 simulated devices), sec-01-measure (which chip JAX runs on).
 
+``shard_map_program`` wraps a reader's per-device function in ``shard_map`` + ``jit`` on the
+book's mesh, runs it and reads the collectives of what it compiles to (exercise 10's collective
+matmuls: sec-10-exercises); it runs inside the grader's sandbox too, which has this module but
+not the exercise registry.
+
 Importing ``scaling_lib.xla`` registers these functions as the core's hooks (``hooks``), so
 ``hardware.detect``, ``hlo.hlo_text``, ``ShardedArray.named_sharding``,
 ``sharding.compiled_collectives`` and ``training.sharded_step_check`` keep their names while the
@@ -20,7 +25,8 @@ from .. import hardware, hlo, strategy as _strategy, training as tr
 from ..sharding import MatmulPlan, ShardedArray
 from ..units import check_int
 
-__all__ = ["detect", "hlo_text", "named_sharding", "compiled_collectives", "sharded_step_check"]
+__all__ = ["detect", "hlo_text", "named_sharding", "compiled_collectives", "sharded_step_check",
+           "shard_map_program"]
 
 
 def detect():
@@ -176,3 +182,99 @@ def sharded_step_check(kinds=tr.STRATEGY_KINDS, cfg=None, batch: int = 16, seq_l
                     "param_bytes": int(sum(x.size * x.dtype.itemsize
                                            for x in jax.tree.leaves(params)))})
     return out
+
+
+_TRACER_ERRORS = ("TracerArrayConversionError", "ConcretizationTypeError",
+                  "TracerIntegerConversionError", "TracerBoolConversionError")
+
+
+def _spec_tuple(name, spec, axes):
+    if not isinstance(spec, (tuple, list)) or not all(a is None or a in axes for a in spec):
+        raise ValueError(f"{name} must be a tuple of mesh axis names or None (axes {axes}), got {spec!r}")
+    return tuple(spec)
+
+
+def shard_map_program(body, mesh, in_specs: dict, out_spec, *, name: str = ""):
+    """Run a per-device function ``body`` as ``jax.jit(jax.shard_map(body, ...))`` on ``mesh``
+    and report what the program compiles to.
+
+    mesh:     ``((2, 4), ("X", "Y"))``: shape and axis names (``devices.mesh``; the simulated CPU
+              devices unless an accelerator has enough of them).
+    in_specs: ``{"a": ("X", "Y"), "w": (None, "Y")}``: the array arguments, in the order ``body``
+              takes them positionally, and how each is sharded (a ``PartitionSpec``'s entries).
+    out_spec: the entries of the output's ``PartitionSpec``.
+
+    Returns ``run(**kw) -> (global result as a numpy array, facts)``. ``kw`` holds the arrays of
+    ``in_specs`` (nested lists or arrays, made float32) and any other keyword arguments, which
+    are passed to ``body`` as Python values (ints, floats). ``facts`` is plain data:
+    ``{"collectives": {kind: count} (profiling.collective_counts of compile().as_text()),
+    "permutes": [[[source, target], ...], ...]}`` (the distinct source-target pair lists of the
+    collective-permutes, device ids in mesh order). One compile per input shape.
+    ``shard_map`` runs with ``check_vma=False`` (the same on JAX 0.7.2 and 0.10). A ``body`` that
+    cannot be traced per device (it calls ``np.asarray``, ``device_put`` or ``jit`` on its block)
+    raises ``TypeError`` saying what ``body`` must be.
+    """
+    import numpy as np
+    from . import devices, profiling
+
+    if not callable(body) or isinstance(body, type):
+        raise TypeError(f"body must be a function (the per-device program), got {type(body).__name__}")
+    shape, axes = mesh
+    shape, axes = tuple(int(s) for s in shape), tuple(str(a) for a in axes)
+    if not isinstance(in_specs, dict) or not in_specs:
+        raise ValueError(f"in_specs must be a non-empty dict name -> spec, got {in_specs!r}")
+    specs = {str(k): _spec_tuple(f"in_specs[{k!r}]", v, axes) for k, v in in_specs.items()}
+    out_spec = _spec_tuple("out_spec", out_spec, axes)
+    label = name or getattr(body, "__name__", "body")
+    cache: dict = {}
+    state: dict = {}
+
+    def _mesh():
+        if "mesh" not in state:
+            state["mesh"] = devices.mesh(shape, axes)
+        return state["mesh"]
+
+    def run(**kw):
+        import jax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        missing = [k for k in specs if k not in kw]
+        if missing:
+            raise TypeError(f"{label}: missing argument(s) {', '.join(missing)}; "
+                            f"expected {', '.join(specs)}")
+        arrays = [np.asarray(kw[k], np.float32) for k in specs]
+        static = {k: v for k, v in kw.items() if k not in specs}
+        for k, v in static.items():
+            if not isinstance(v, (int, float, str, bool)):
+                raise TypeError(f"{label}: argument {k} must be a plain number, got {type(v).__name__}")
+        m = _mesh()
+        key = (tuple(a.shape for a in arrays), tuple(sorted(static.items())))
+        shardings = [NamedSharding(m, P(*specs[k])) for k in specs]
+        with jax.set_mesh(m):
+            args = [jax.device_put(a, s) for a, s in zip(arrays, shardings)]
+            if key not in cache:
+                def per_device(*blocks):
+                    return body(*blocks, **static)
+                prog = jax.jit(jax.shard_map(per_device, mesh=m, in_specs=tuple(P(*specs[k]) for k in specs),
+                                             out_specs=P(*out_spec), check_vma=False))
+                try:
+                    compiled = prog.lower(*args).compile()
+                except Exception as e:
+                    kind = type(e).__name__
+                    first = (str(e).strip().splitlines() or [""])[0][:160]
+                    if kind in _TRACER_ERRORS:
+                        raise TypeError(
+                            f"{label} 要写成每个设备上执行的函数体：参数是本设备的块（jax 数组），返回本设备的"
+                            f"输出块；函数体里不要调用 np.asarray、device_put 或 jit（{kind}）") from None
+                    cls = TypeError if isinstance(e, TypeError) else ValueError
+                    raise cls(f"{label} 没能在 shard_map 里编译（{kind}）：{first}") from None
+                text = compiled.as_text()
+                perms = sorted({tuple(sorted(tuple(p) for p in g)) for k, g in hlo.collectives_in(text)
+                                if k == "collective-permute"})
+                cache[key] = (compiled, {"collectives": profiling.collective_counts(text),
+                                         "permutes": [[list(p) for p in g] for g in perms]})
+            compiled, facts = cache[key]
+            out = np.asarray(compiled(*args))
+        return out, {"collectives": dict(facts["collectives"]),
+                     "permutes": [[list(p) for p in g] for g in facts["permutes"]]}
+
+    return run

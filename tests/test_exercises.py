@@ -154,6 +154,26 @@ def test_function_states_tolerance_and_edge_cases(ex):
     assert r.correct and "边界输入" in r.message
 
 
+@pytest.mark.parametrize("ex", [e for e in _exercises() if e.program is not None], ids=_id)
+def test_program_exercise_checks_the_compiled_hlo(ex):
+    """Chapter 10's collective matmuls (issue 13 item 5): the reference body passes and says what
+    its HLO holds; each declared wrong program (right numbers, wrong collectives: the plain
+    all-gather) fails on the HLO, naming what was found; the slips (wrong ppermute bodies) fail
+    on the values (test_slips_fail_and_are_named)."""
+    r = evaluate(ex, ex.reference())
+    assert r.correct and "编译出的 HLO 里有" in r.message, r.message
+    assert ex.program.wrong, f"{ex.id}: no wrong program declared"
+    for body, says in ex.program.wrong:
+        r = evaluate(ex, body)
+        assert not r.correct, f"{ex.id}: {body.__name__} passes"
+        assert r.message.startswith("❌ 数值都对，但") and says in r.message, (ex.id, r.message)
+    for slip, wrong in ex.slip_answers():
+        assert "数值都对" not in evaluate(ex, wrong).message, f"{ex.id}: slip '{slip.says}' not judged on values"
+    _, text = STATEMENTS[ex.id]
+    assert "函数体" in text and any(k in text for k in ex.program.require), \
+        f"{ex.id}: the question must say it takes a shard_map body and which collectives the HLO needs"
+
+
 @pytest.mark.parametrize("ex", [e for e in _exercises() if e.kind in ("number", "numbers")], ids=_id)
 def test_tolerance_stated_unless_default(ex):
     _, text = STATEMENTS[ex.id]

@@ -111,3 +111,112 @@ def test_bad_inputs():
         ch10.ag_collective_matmul(_rand(7, 16), _rand(16, 32))
     with pytest.raises(ValueError, match="route"):
         ch10.moe_reference(_rand(4, 2), _rand(2, 2, 2), [0, 1, 2, 0])
+
+
+# ---- issue 13 item 5 / review ch10-12 M3: the exercises check the reader's compiled program ----
+
+from scaling_lib.exercises import get  # noqa: E402
+from scaling_lib.exercises.hlo_check import Program, found_text  # noqa: E402
+from scaling_lib.grading import evaluate  # noqa: E402
+from scaling_lib.xla.checks import shard_map_program  # noqa: E402
+
+PROGRAM_IDS = ("10.4", "10.7", "10.7b", "10.7c", "10.8")
+
+# each slip body (the JAX a reader would write) against the numpy model of the same mistake
+SLIP_MODELS = [
+    ("10.4", ch10._ag_slip_local, ch10._ag_local_only),
+    ("10.4", ch10._ag_slip_chunk, ch10._ag_wrong_chunk),
+    ("10.8", ch10._bidir_slip_chunk, ch10._bidir_same_chunk),
+    ("10.8", ch10._ag_slip_local, ch10._ag_local_only),
+    ("10.7", ch10._ar_slip_no_psum, ch10._ar_no_psum),
+    ("10.7", ch10._ar_slip_pmean, lambda a, w: ch10.ar_tiled_matmul(a, w) / 4),
+    ("10.7b", ch10._rs_slip_local, ch10._rs_local_only),
+    ("10.7b", ch10._rs_slip_start, ch10._rs_off_by_one),
+    ("10.7c", ch10._ffn_slip_no_gelu, ch10._ffn_no_gelu),
+    ("10.7c", ch10._ffn_slip_relu, ch10._ffn_relu),
+]
+
+
+def test_program_exercises_are_the_collective_matmuls():
+    assert {e.id for e in ch10.EXERCISES if e.program is not None} == set(PROGRAM_IDS)
+    for i in PROGRAM_IDS:
+        ex = get(i)
+        assert ex.reference() is ex.program.body
+        assert {s.answer for s in ex.slips} <= {b for _, b, _ in SLIP_MODELS}
+
+
+@pytest.mark.parametrize("ex_id,body,model", SLIP_MODELS, ids=[f"{i}-{b.__name__}" for i, b, _ in SLIP_MODELS])
+def test_slip_body_is_its_numpy_model(ex_id, body, model):
+    ex = get(ex_id)
+    kw = {k: np.asarray(v, np.float32) for k, v in ex.sampler(np.random.default_rng(3)).items()}
+    got, _ = ex.program.runner(body)(**kw)
+    np.testing.assert_allclose(got, model(**kw), rtol=1e-4, atol=1e-4)
+    assert not np.allclose(got, ex.expected(**kw), atol=1e-2), "the slip must change the numbers"
+
+
+def test_harness_runs_the_reference_body_and_reads_its_hlo():
+    run = shard_map_program(ch10._ag_body, ch10.MESH_XY, {"a": ("X", "Y"), "w": (None, "Y")}, ("X", "Y"))
+    a, w = _rand(8, 16), _rand(16, 32)
+    out, facts = run(a=a, w=w)
+    np.testing.assert_allclose(out, a @ w, rtol=1e-4, atol=1e-4)
+    assert facts["collectives"]["collective-permute"] == 3
+    assert facts["collectives"]["all-gather"] == 0
+    assert len(facts["permutes"]) == 1 and len(facts["permutes"][0]) == 8   # one shift, every device
+    # the same wrapper on the plain AllGather body: the gather is there, no permute
+    _, plain = shard_map_program(ch10._ag_wrong_gather, ch10.MESH_XY,
+                                 {"a": ("X", "Y"), "w": (None, "Y")}, ("X", "Y"))(a=a, w=w)
+    assert plain["collectives"]["all-gather"] == 1 and plain["collectives"]["collective-permute"] == 0
+    import json
+    json.dumps(facts)                       # plain data: it travels out of the grader's sandbox
+
+
+def test_harness_bad_input():
+    with pytest.raises(TypeError, match="function"):
+        shard_map_program(3, ch10.MESH_XY, {"a": ("X", "Y")}, ("X", "Y"))
+    with pytest.raises(ValueError, match="mesh axis"):
+        shard_map_program(ch10._ag_body, ch10.MESH_XY, {"a": ("Z",)}, ("X", "Y"))
+    run = shard_map_program(lambda a, w: np.asarray(a) @ w, ch10.MESH_XY,
+                            {"a": ("X", "Y"), "w": (None, "Y")}, ("X", "Y"))
+    with pytest.raises(TypeError, match="每个设备上执行的函数体"):
+        run(a=_rand(8, 16), w=_rand(16, 32))
+    with pytest.raises(TypeError, match="missing"):
+        run(a=_rand(8, 16))
+
+
+def test_program_judge_names_what_it_found():
+    p = ch10.PROGRAM_AG
+    zero = {k: 0 for k in ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")}
+    ok, msg = p.judge({"collectives": {**zero, "collective-permute": 3}, "permutes": []})
+    assert ok and msg.startswith("编译出的 HLO 里有 3 个 collective-permute，没有 all-gather")
+    ok, msg = p.judge({"collectives": {**zero, "all-gather": 1}, "permutes": []})
+    assert not ok and msg.startswith("你的程序里有 all-gather：编译出的 HLO 里有 1 个 all-gather。")
+    ok, msg = p.judge({"collectives": zero, "permutes": []})
+    assert not ok and msg.startswith("你的程序里没有 collective-permute：编译出的 HLO 里没有任何集合通信。")
+    for bad in (None, {}, {"collectives": "x"}, {"collectives": {"all-gather": "many"}}):
+        ok, msg = p.judge(bad)
+        assert not ok and "HLO" in msg
+    # 10.8: permutes one way round the ring (device j -> j - 1 along Y) are not a bidirectional ring
+    one_way = [[[s, (s // 4) * 4 + (s % 4 - 1) % 4] for s in range(8)]]
+    both = one_way + [[[s, (s // 4) * 4 + (s % 4 + 1) % 4] for s in range(8)]]
+    facts = {"collectives": {**zero, "collective-permute": 3}}
+    assert not ch10.PROGRAM_BIDIR.judge({**facts, "permutes": one_way})[0]
+    assert ch10.PROGRAM_BIDIR.judge({**facts, "permutes": both})[0]
+    assert found_text({"all-gather": 2, "collective-permute": 1}) == "编译出的 HLO 里有 2 个 all-gather、1 个 collective-permute"
+    with pytest.raises(ValueError, match="unknown collective"):
+        Program(body=ch10._ag_body, mesh=ch10.MESH_XY, in_specs={"a": ("X", "Y")}, out_spec=("X", "Y"),
+                forbid={"all-gathers": "?"})
+
+
+def test_plain_allgather_answer_fails_on_hlo_and_wrong_ring_on_values():
+    """The defect issue 13 names: a plain all-gather + matmul used to pass 10.4."""
+    ex = get("10.4")
+    r = evaluate(ex, ch10._ag_wrong_gather)
+    assert not r.correct
+    assert r.message.startswith("❌ 数值都对，但你的程序里有 all-gather：编译出的 HLO 里有 1 个 all-gather。")
+    r = evaluate(ex, ch10._ag_slip_chunk)        # a ppermute ring with the wrong W block: numbers
+    assert not r.correct and "W 的行块选反了" in r.message and "数值都对" not in r.message
+    r = evaluate(ex, ch10._ag_slip_local)        # wrong numbers and no ring: both said
+    assert not r.correct and "只乘了本地那一块" in r.message
+    assert "另外，你的程序里没有 collective-permute" in r.message
+    r = evaluate(ex, ch10._ag_body)
+    assert r.correct and "编译出的 HLO 里有 3 个 collective-permute，没有 all-gather" in r.message

@@ -220,3 +220,32 @@ def test_plain_allgather_answer_fails_on_hlo_and_wrong_ring_on_values():
     assert "另外，你的程序里没有 collective-permute" in r.message
     r = evaluate(ex, ch10._ag_body)
     assert r.correct and "编译出的 HLO 里有 3 个 collective-permute，没有 all-gather" in r.message
+
+
+def test_grader_plumbing_judges_the_kernels_report():
+    """What the batch grader does with a program exercise, without the sandbox: the spec it sends
+    carries the harness arguments, the kernel's extractor (``_extract._call_all`` + ``_program``)
+    returns per-input results and HLO facts as plain JSON, and ``_judge_item`` judges both."""
+    import json
+    from scaling_lib.grading import _batch, _extract
+    ex = get("10.4")
+    specs, inputs = _batch._job_exercises([ex], seed=5)
+    spec = json.loads(json.dumps(specs[0]))
+    assert spec["program"] == {"mesh": [[2, 4], ["X", "Y"]], "in_specs": {"a": ["X", "Y"], "w": [None, "Y"]},
+                               "out_spec": ["X", "Y"]}
+
+    def report(body):
+        cases = _extract._call_all(_extract._program(body, spec["program"]), spec["inputs"], 60.0, True)
+        return json.loads(json.dumps({"id": ex.id, "cases": cases}))
+
+    good = report(ch10._ag_body)
+    assert all("hlo" in c for c in good["cases"])
+    assert _batch._judge_item(ex, good, inputs[ex.id], None).correct
+    r = _batch._judge_item(ex, report(ch10._ag_wrong_gather), inputs[ex.id], None)
+    assert not r.correct and "你的程序里有 all-gather" in r.message
+    no_facts = {"id": ex.id, "cases": [{"ok": c["ok"]} for c in good["cases"]]}   # a kernel that hides its HLO
+    r = _batch._judge_item(ex, no_facts, inputs[ex.id], None)
+    assert not r.correct and "没能读到你的程序编译出的 HLO" in r.message
+    bad = report(lambda a, w: np.asarray(a))                                    # not a per-device body
+    r = _batch._judge_item(ex, bad, inputs[ex.id], None)
+    assert not r.correct and "函数体" in r.message

@@ -249,3 +249,11 @@ def test_grader_plumbing_judges_the_kernels_report():
     bad = report(lambda a, w: np.asarray(a))                                    # not a per-device body
     r = _batch._judge_item(ex, bad, inputs[ex.id], None)
     assert not r.correct and "函数体" in r.message
+
+
+def test_student_stub_says_not_answered():
+    """The student copy's stub (`def collective_matmul(a, w): ...`) returns None: one plain line."""
+    def collective_matmul(a, w):
+        ...
+    r = evaluate(get("10.4"), collective_matmul)
+    assert not r.correct and "返回了 None" in r.message and "HLO" not in r.message

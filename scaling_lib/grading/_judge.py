@@ -753,8 +753,9 @@ def _program_verdict(ex, programs) -> tuple[bool, str]:
 
 def _judge_function(ex, cases, programs=None) -> CheckResult:
     res = _judge_values(ex, cases)
-    if ex.program is None or not any(s == "ok" for _, (s, _v) in cases):
-        return res
+    if ex.program is None or not any(s == "ok" for _, (s, _v) in cases) \
+            or any(s == "ok" and (v is None or v is Ellipsis) for _, (s, v) in cases):
+        return res   # nothing ran (an error, a stub that returns None): the values say it
     ok, msg = _program_verdict(ex, programs)
     if ok and res.correct:
         explain = ex.explanation() or ""

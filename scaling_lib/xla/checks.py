@@ -209,7 +209,8 @@ def shard_map_program(body, mesh, in_specs: dict, out_spec, *, name: str = ""):
     are passed to ``body`` as Python values (ints, floats). ``facts`` is plain data:
     ``{"collectives": {kind: count} (profiling.collective_counts of compile().as_text()),
     "permutes": [[[source, target], ...], ...]}`` (the distinct source-target pair lists of the
-    collective-permutes, device ids in mesh order). One compile per input shape.
+    collective-permutes, device ids in mesh order). One compile per input shape. A ``body`` that
+    returns None (the student copy's stub) gives ``(None, None)``.
     ``shard_map`` runs with ``check_vma=False`` (the same on JAX 0.7.2 and 0.10). A ``body`` that
     cannot be traced per device (it calls ``np.asarray``, ``device_put`` or ``jit`` on its block)
     raises ``TypeError`` saying what ``body`` must be.
@@ -252,8 +253,14 @@ def shard_map_program(body, mesh, in_specs: dict, out_spec, *, name: str = ""):
         with jax.set_mesh(m):
             args = [jax.device_put(a, s) for a, s in zip(arrays, shardings)]
             if key not in cache:
+                returned_none = []
+
                 def per_device(*blocks):
-                    return body(*blocks, **static)
+                    out = body(*blocks, **static)
+                    if out is None:             # the stub (`...`) or a missing return
+                        returned_none.append(True)
+                        return blocks[0]
+                    return out
                 prog = jax.jit(jax.shard_map(per_device, mesh=m, in_specs=tuple(P(*specs[k]) for k in specs),
                                              out_specs=P(*out_spec), check_vma=False))
                 try:
@@ -267,12 +274,17 @@ def shard_map_program(body, mesh, in_specs: dict, out_spec, *, name: str = ""):
                             f"输出块；函数体里不要调用 np.asarray、device_put 或 jit（{kind}）") from None
                     cls = TypeError if isinstance(e, TypeError) else ValueError
                     raise cls(f"{label} 没能在 shard_map 里编译（{kind}）：{first}") from None
+                if returned_none:
+                    cache[key] = (None, None)
+                    return None, None
                 text = compiled.as_text()
                 perms = sorted({tuple(sorted(tuple(p) for p in g)) for k, g in hlo.collectives_in(text)
                                 if k == "collective-permute"})
                 cache[key] = (compiled, {"collectives": profiling.collective_counts(text),
                                          "permutes": [[list(p) for p in g] for g in perms]})
             compiled, facts = cache[key]
+            if compiled is None:
+                return None, None
             out = np.asarray(compiled(*args))
         return out, {"collectives": dict(facts["collectives"]),
                      "permutes": [[list(p) for p in g] for g in facts["permutes"]]}

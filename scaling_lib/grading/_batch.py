@@ -510,6 +510,8 @@ class _Grader:
             res.notes.append("找不到任何 check(\"N.M\", ...) 调用、练习标签或章节号文件名；用 --chapter 指定")
             return res
         exs = sorted((e for e in reg.values() if e.chapter in chaps), key=lambda e: _id_key(e.id))
+        if _needs_jax(chaps):  # before any expected value that runs JAX (chapters 9, 10), and
+            _devices_for_expected_values()   # expected_form (a list's length) computes some
         for e in exs:
             res.max_points[e.id] = float(e.points)
             res.forms[e.id] = expected_form(e)
@@ -522,8 +524,6 @@ class _Grader:
             if others:
                 res.notes.append(f"这份作业里的题目参数属于学生 {_clean_text(others[0], 40)}，"
                                  f"不是 {student}：按 {student} 的题目评分")
-        if _needs_jax(chaps):  # before any expected value that runs JAX (chapters 9, 10)
-            _devices_for_expected_values()
         specs, inputs = _job_exercises(exs, self.seed)
         job = {"cells": [[i, s] for i, t, s in cells if t == "code"], "exercises": specs,
                "timeout_cell": self.timeout_cell, "timeout_notebook": self.timeout_notebook}

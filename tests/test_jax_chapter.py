@@ -257,3 +257,47 @@ def test_student_stub_says_not_answered():
         ...
     r = evaluate(get("10.4"), collective_matmul)
     assert not r.correct and "返回了 None" in r.message and "HLO" not in r.message
+
+
+_GRADE_SCRIPT = r'''
+import json, sys
+from pathlib import Path
+import nbformat
+from scaling_lib.grading import grade
+tmp = Path(sys.argv[1])
+setup = "from scaling_lib import devices\ndevices.setup(8)"
+head = ("from scaling_lib.grading import check\nfrom scaling_lib import devices\nimport jax\n"
+        "mesh_xy = devices.mesh((2, 4), ('X', 'Y'))")
+plain = ("def collective_matmul(a, w):\n"
+         "    return jax.lax.all_gather(a, 'Y', axis=1, tiled=True) @ w\n"
+         "check('10.4', collective_matmul)\ncheck('10.3', [448.0, 449.0, 450.0, 451.0])")
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in (setup, head, plain)])
+nbformat.write(nb, tmp / "10_plain.ipynb")
+res = grade([tmp / "10_plain.ipynb"], out=tmp / "scores.csv", chapter=10, jobs=1, quiet=True,
+            feedback=None, progress=False)
+r = res[0]
+print(json.dumps({"status": r.status, "scores": r.scores, "messages": r.messages}, ensure_ascii=False))
+'''
+
+
+def test_real_grader_rejects_a_plain_allgather_submission(tmp_path):
+    """End to end, in a fresh process (jax not yet imported) and the grader's own sandbox: the
+    expected values of chapter 10 are computable (the devices are set up before any of them, also
+    the ones expected_form computes), 10.3 scores, and a plain all-gather 10.4 gets 0 points with
+    the HLO message."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env["PYTHONPATH"] = str(root)      # (this process's devices.setup put the 8 devices in XLA_FLAGS)
+    p = subprocess.run([sys.executable, "-c", _GRADE_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["scores"]["10.3"] == 1.0, out["messages"]["10.3"]
+    assert out["scores"]["10.4"] == 0.0
+    assert out["messages"]["10.4"].startswith("❌ 数值都对，但你的程序里有 all-gather：编译出的 HLO 里有 1 个 all-gather。")
+    assert not any("算不出这道题的标准答案" in m for m in out["messages"].values()), out["messages"]

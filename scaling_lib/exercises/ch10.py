@@ -10,7 +10,7 @@ mistake (tests/test_jax_chapter.py checks that the two agree). The reference pro
 tests/test_jax_chapter.py verify: collective matmuls (AllGather side, ReduceScatter side,
 AllReduce side, bidirectional), the FFN block built from them, the per-shard reductions and the
 toy MoE. jax is imported inside the functions (``import scaling_lib`` stays jax-free).
-Spec answers are pinned in tests/test_exercises_10.py.
+Spec answers are pinned in tests/test_exercises.py (PINS).
 """
 from __future__ import annotations
 

@@ -753,7 +753,7 @@ def training_forecast(result, model=None, par=None, comm_sms: int = 0) -> Traini
         L_s = max(s.stage_layers)
     # ---- compute: layer GEMMs and attention ----
     attn_tok = 6.0 * sh.L * T * sh.N * sh.H
-    a = attn_tok / (6.0 * sh.P_active + attn_tok)     # attention share of the model FLOPs
+    a = attn_tok / (6.0 * sh.P_matmul + attn_tok)     # attention share of the model FLOPs
     t_mm_bound = r.t_math * (1 - a)
     t_at_bound = r.t_math * a
     tok_mu = b / mb / s.cp                            # tokens in one microbatch GEMM per device

@@ -42,6 +42,9 @@ class PublishedLayout:
     assumptions: str = ""
     state_bytes: tuple = (2.0, 8.0, 2.0)       #: param, optimizer, grad bytes per parameter
     plan_options: dict = field(default_factory=dict)   #: plan() options whose space holds it
+    #: how the paper counts the model FLOPs behind a published MFU (``step.FLOPS_CONVENTIONS``):
+    #: 'matmul' (the library's, chapter 4's) or 'all_params' (6 per parameter, embedding included)
+    flops_convention: str = "matmul"
 
     @property
     def cfg(self):
@@ -70,7 +73,7 @@ class PublishedLayout:
             h, s_, l_, v_ = cfg.d_model, self.seq_len, cfg.n_layers, cfg.vocab
             hw = 96.0 * self.batch_tokens * l_ * h * h * (1 + s_ / (6 * h) + v_ / (16 * l_ * h))
             return hw / (n * p["tflops_per_gpu_with_recompute"] * 1e12)
-        if "mfu" in p:
+        if "mfu" in p:      # model_flops in the paper's count (``flops_convention``)
             c = hardware.peak_flops(self.system.chip)
             return model_flops / (n * c * p["mfu"])
         raise ValueError(f"{self.key}: no published time, throughput or MFU")
@@ -97,10 +100,12 @@ LAYOUTS = MappingProxyType({
                                                               "pipe", "fsdp", "data")),
         16 * 2**20, 8192, {"mfu": 0.41, "tflops_per_gpu": 400}, _LLAMA_SRC,
         "interleaving depth not published: 4 virtual stages assumed; microbatch = 1 sequence; "
-        "selective recomputation assumed",
+        "selective recomputation assumed; MFU counts 6 FLOPs per parameter, embedding included "
+        "(the paper's 3.8e25 = 6 × 405.85e9 × 15.6e12)",
         plan_options=dict(microbatches=(16,), remats=("selective",), zeros=(2,),
                           schedules=("interleaved",), virtual_stages=(4,), uneven_stages=True,
-                          order=("tensor", "context", "expert", "pipe", "fsdp", "data"))),
+                          order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
+        flops_convention="all_params"),
     "llama3-405b-131k": PublishedLayout(
         "llama3-405b-131k", "LLaMA-3.1 405B，16,384 颗 H100（131K 上下文，CP 16）", "LLaMA-3.1-405B",
         topology.system("DGX H100", 16384, fabric="roce"),
@@ -111,7 +116,8 @@ LAYOUTS = MappingProxyType({
         "as the 8K layout; Meta's CP all-gathers K and V (cp_kind='allgather')",
         plan_options=dict(microbatches=(16,), remats=("selective",), zeros=(2,), cps=(16,),
                           schedules=("interleaved",), virtual_stages=(4,), uneven_stages=True,
-                          order=("tensor", "context", "expert", "pipe", "fsdp", "data"))),
+                          order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
+        flops_convention="all_params"),
     "deepseek-v3": PublishedLayout(
         "deepseek-v3", "DeepSeek-V3，2,048 颗 H800", "DeepSeek-V3",
         topology.system("H800", 2048, fabric="infiniband"),
@@ -179,12 +185,14 @@ def compare(key) -> dict:
     """Our evaluation of a published layout beside what was published."""
     lay = get(key)
     r = lay.evaluate()
-    pub_t = lay.published_step_time(r.model_flops)
+    fl = r.model_flops_as(lay.flops_convention)       # the paper's count of model FLOPs
+    pub_t = lay.published_step_time(fl)
     c = hardware.peak_flops(lay.system.chip, lay.strategy.precision)
     return {"layout": lay.key, "title": lay.title, "strategy": str(lay.strategy),
             "system": str(lay.system), "step_time": r.step_time, "published_step_time": pub_t,
             "efficiency": r.step_time / pub_t, "mfu_bound": r.mfu,
-            "published_mfu": r.model_flops / (lay.system.n_chips * c * pub_t),
+            "published_mfu": fl / (lay.system.n_chips * c * pub_t),
+            "flops_convention": lay.flops_convention,
             "memory_per_device": r.memory["total"], "hbm": lay.system.chip.hbm_bytes,
             "bottleneck": r.bottleneck, "bubble": r.bubble, "result": r}
 

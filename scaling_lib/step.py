@@ -39,7 +39,11 @@ from .strategy import (AXIS_LETTERS, DEFAULT_ORDER, MESH_AXES, PRECISIONS, Strat
 from .units import check_int, check_positive, dtype_bytes, fmt_bytes, fmt_num, fmt_time, DAY
 
 __all__ = ["StepResult", "PlanResult", "evaluate", "plan", "model_shapes", "BOTTLENECKS",
-           "FAIL_REASONS", "step_arrays"]
+           "FAIL_REASONS", "step_arrays", "FLOPS_CONVENTIONS"]
+
+#: how model FLOPs are counted (``StepResult.model_flops_as``): 'matmul' = 6 per weight that
+#: multiplies (chapter 4, the library's); 'all_params' = 6 per active parameter
+FLOPS_CONVENTIONS = ("matmul", "all_params")
 
 BOTTLENECKS = ("compute", "hbm", "tp", "cp", "fsdp", "pp", "ep", "dp", "dcn", "bubble")
 #: planner rejection reasons (keys) in the order they are checked
@@ -73,6 +77,7 @@ class _Shapes:
     vocab_params: float
     P_total: float
     P_active: float
+    P_matmul: float   # active weights that multiply (transformer.matmul_params): no embedding lookup
     name: str
 
 
@@ -104,6 +109,7 @@ def model_shapes(model) -> _Shapes:
                    router_layer=p["router"] / L,
                    vocab_params=float(p["embedding"] + p["unembedding"]),
                    P_total=float(model.params()), P_active=float(model.active_params()),
+                   P_matmul=float(model.matmul_params(active=True)),
                    name=model.label)
 
 
@@ -173,8 +179,10 @@ def step_arrays(model, system, batch_tokens, seq_len, deg: dict, mb, remat, zero
     moe = sh.moe_frac > 0
     act_b = dtype_bytes("bf16")
     # ---- FLOPs (model FLOPs; full remat recomputes the forward) ----
+    # 6 per weight that multiplies (chapter 4's count, transformer.matmul_params: the input-
+    # embedding lookup is a gather, norms and biases are not matmuls) + causal attention
     attn_tok = 6.0 * sh.L * T * sh.N * sh.H if attention else 0.0
-    model_flops = 6.0 * sh.P_active * B + attn_tok * B
+    model_flops = 6.0 * sh.P_matmul * B + attn_tok * B
     flops_chip = model_flops / N
     f_fwd = flops_chip / 3.0 * stage_imbalance
     f_bwd = flops_chip * 2.0 / 3.0 * stage_imbalance + np.where(remat == 2, f_fwd, 0.0)
@@ -322,7 +330,8 @@ def step_arrays(model, system, batch_tokens, seq_len, deg: dict, mb, remat, zero
     mem_total = mem_params + mem_opt + mem_grads + mem_act + mem_buf
     out = dict(step=step, t_math=t_math_f + t_math_b, t_hbm=t_hbm_f + t_hbm_b, bubble=bubble,
                bottleneck=bottleneck, flops_chip=np.broadcast_to(flops_chip, N.shape),
-               comm_bytes=comm_bytes, model_flops=model_flops, mem_params=mem_params,
+               comm_bytes=comm_bytes, model_flops=model_flops,
+               lookup_flops=6.0 * (sh.P_active - sh.P_matmul) * B, mem_params=mem_params,
                mem_opt=mem_opt, mem_grads=mem_grads, mem_act=mem_act, mem_buf=mem_buf,
                mem_total=mem_total, b=b, bmu=bmu)
     for c in order_c:
@@ -350,8 +359,21 @@ class StepResult:
     memory: Mapping[str, float]       # bytes per chip by part, plus 'total'
     flops_per_chip: float
     bytes_per_chip: float
-    model_flops: float                # 6·P_active·B (+ attention) for the whole step
+    model_flops: float                # 6·P_matmul·B (+ attention) for the whole step
     bottleneck: str
+    #: what counting 6 FLOPs per token for every active parameter adds to ``model_flops``: the
+    #: weights that multiply nothing (input-embedding lookup, norms, biases), 6·(P_active −
+    #: P_matmul)·B; see ``model_flops_as``
+    lookup_flops: float = 0.0
+
+    def model_flops_as(self, convention: str = "matmul") -> float:
+        """The step's model FLOPs in a stated convention: 'matmul' (chapter 4's count, the
+        library's: 6 per weight that multiplies, ``model_flops``) or 'all_params' (6 per active
+        parameter, embedding lookup included: how some papers count, e.g. LLaMA 3's
+        3.8e25 = 6·405.85e9·15.6e12). A published MFU is converted with the paper's convention."""
+        if convention not in FLOPS_CONVENTIONS:
+            raise ValueError(f"convention must be one of {FLOPS_CONVENTIONS}, got {convention!r}")
+        return self.model_flops + (self.lookup_flops if convention == "all_params" else 0.0)
 
     @property
     def system(self):
@@ -545,7 +567,8 @@ def _result(s, system, B, T, r, j):
     return StepResult(s, system, B, T, g("step"), g("t_math"), g("t_hbm"),
                       MappingProxyType(comms), g("bubble"), MappingProxyType(mem),
                       g("flops_chip"), g("comm_bytes"), float(np.asarray(r["model_flops"]).ravel()[0]),
-                      str(np.asarray(r["bottleneck"]).ravel()[j]))
+                      str(np.asarray(r["bottleneck"]).ravel()[j]),
+                      float(np.asarray(r["lookup_flops"]).ravel()[0]))
 
 
 def evaluate(strategy: Strategy, model, cluster, batch_tokens, seq_len: int, *,

@@ -203,6 +203,7 @@ def _strategy(m, cfg):
 
 def _measured_step(m, cfg, r):
     """Seconds per step the published number implies."""
+    from . import step
     n = m.n_chips
     B = r.batch_tokens
     v = m.value
@@ -217,10 +218,17 @@ def _measured_step(m, cfg, r):
         h, s_, l_, V = cfg.d_model, r.seq_len, cfg.n_layers, cfg.vocab
         hw = 96.0 * (B / s_) * s_ * l_ * h * h * (1 + s_ / (6 * h) + V / (16 * l_ * h))
         return hw / (n * v * 1e12)
-    if met == "mfu":
-        return r.model_flops / (n * hardware.get(m.chip).peak("bf16") * v)
-    if met == "tflops_per_chip":
-        return r.model_flops / (n * v * 1e12)
+    if met in ("mfu", "tflops_per_chip"):
+        # a published FLOP rate is the paper's FLOP count over time: convert it with the
+        # paper's own count (``inputs.flops_convention``, see step.FLOPS_CONVENTIONS)
+        conv = m.inputs.get("flops_convention")
+        if conv is None:
+            raise ValueError(f"{m.id}: a published {met} needs inputs.flops_convention (how the "
+                             f"paper counts model FLOPs): one of {step.FLOPS_CONVENTIONS}")
+        fl = r.model_flops_as(conv)
+        if met == "mfu":
+            return fl / (n * hardware.get(m.chip).peak("bf16") * v)
+        return fl / (n * v * 1e12)
     raise ValueError(f"{m.id}: no step time for metric {met!r}")
 
 
@@ -453,7 +461,8 @@ def flagship_ranks(par=None) -> list:
         r0 = d["result"]
         j = int(np.argmin(fc))
         out.append(FlagshipRank(
-            key, lay.title, str(lay.strategy), lay.published_step_time(r0.model_flops),
+            key, lay.title, str(lay.strategy),
+            lay.published_step_time(r0.model_flops_as(lay.flops_convention)),
             float(bd[i]), float(fc[i]), int(np.sum(bd < bd[i] * (1 - 1e-3))) + 1,
             int(np.sum(fc < fc[i] * (1 - 1e-3))) + 1, len(res), str(res[j].strategy),
             float(fc[j])))

@@ -127,22 +127,45 @@ def test_layer_comms_are_the_books_algorithm():
     assert not any(i.operand == "weight" for i in z1)
 
 
-@pytest.mark.parametrize("s,t,bn,mem", [
-    (tr.Strategy(fsdp=8192), 0.7605671253333333, "fsdp", 6210254848.0),
-    (tr.Strategy(fsdp=2048, tp=4), 0.49016846092381705, "compute", 3643340800.0),
-    (tr.Strategy(fsdp=1024, tp=8), 0.4936190663936558, "tp", 3215521792.0),
-    (tr.Strategy(dp=2, tp=8, pp=8, fsdp=64, microbatches=16), 0.778981488296436, "tp",
-     2019786752.0),
+@pytest.mark.parametrize("s,t,t_before_l8,bn,mem", [
+    (tr.Strategy(fsdp=8192), 0.7605671253333333, 0.7605671253333333, "fsdp", 6210254848.0),
+    (tr.Strategy(fsdp=2048, tp=4), 0.48312767743665364, 0.49016846092381705, "compute",
+     3643340800.0),
+    (tr.Strategy(fsdp=1024, tp=8), 0.48892521073554684, 0.4936190663936558, "tp", 3215521792.0),
+    (tr.Strategy(dp=2, tp=8, pp=8, fsdp=64, microbatches=16), 0.7722340707879042,
+     0.778981488296436, "tp", 2019786752.0),
     (tr.Strategy(dp=16, fsdp=64, pp=8, microbatches=16, zero=1, remat="full"),
-     0.9394895501039826, "compute", 44298665984.0),
+     0.9259947150869194, 0.9394895501039826, "compute", 44298665984.0),
 ])
-def test_composed_model_keeps_chapter_5_numbers(s, t, bn, mem):
+def test_composed_model_keeps_chapter_5_numbers(s, t, t_before_l8, bn, mem):
     """The composed step reproduces the former hand-written planner on chapter 5's strategies
-    (values from the commit before the redesign)."""
+    (values from the commit before the redesign, ``t_before_l8``), except that model FLOPs now
+    count only the weights that multiply (review ch04-06 L8: the input-embedding lookup is a
+    gather): a compute-bound step is shorter by exactly that share, the others by less."""
     r = tr.evaluate(s, L70, tr.Cluster("v5p", 8192), 4 * 2**20, 4096)
     assert r.step_time == pytest.approx(t, rel=1e-12)
     assert r.bottleneck == bn
     assert r.memory["total"] == pytest.approx(mem, rel=1e-12)
+    share = r.model_flops / r.model_flops_as("all_params")
+    if bn == "compute":
+        assert r.step_time == pytest.approx(t_before_l8 * share, rel=1e-12)
+    else:
+        assert t_before_l8 * share <= r.step_time <= t_before_l8
+
+
+def test_model_flops_count_matmul_weights_only():
+    # chapter 4's count: 6 per weight that multiplies (transformer.matmul_params) + attention;
+    # 'all_params' adds the embedding lookup, norms and biases (LLaMA 3's paper convention)
+    B, T = 4 * 2**20, 4096
+    r = tr.evaluate(tr.Strategy(fsdp=2048, tp=4), L70, tr.Cluster("v5p", 8192), B, T)
+    attn = 6.0 * L70.n_layers * T * L70.n_heads * L70.d_head * B
+    assert r.model_flops == pytest.approx(6.0 * L70.matmul_params() * B + attn, rel=1e-12)
+    assert r.model_flops_as("all_params") == pytest.approx(
+        6.0 * L70.active_params() * B + attn, rel=1e-12)
+    # LLaMA 3 70B: the 128,256 × 8,192 input embedding is ~1.5 % of its parameters
+    assert 0.013 < r.model_flops_as("all_params") / r.model_flops - 1 < 0.016
+    with pytest.raises(ValueError, match="convention must be one of"):
+        r.model_flops_as("hardware")
 
 
 def test_strategy_table_round_trip_and_errors():

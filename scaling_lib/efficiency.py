@@ -442,20 +442,24 @@ def _from_u(u, lo, hi, logscale):
 
 
 def fit(residuals, x0: Mapping[str, float], bounds: Mapping[str, tuple], *, max_iter: int = 200,
-        tol: float = 1e-10) -> FitResult:
+        tol: float = 1e-10, restarts: int = 0) -> FitResult:
     """Minimise Σ residuals(values)² over the named parameters in ``x0`` within ``bounds``
     (name → (lo, hi); positive ranges spanning more than a factor of 20 are searched in log
     space). ``residuals`` maps a dict of values to a 1-D array. Levenberg–Marquardt on
-    unconstrained logit coordinates, numeric Jacobian."""
+    unconstrained logit coordinates, numeric Jacobian. ``restarts``: run it again that many times
+    from the best point so far with every coordinate pulled inside |logit| ≤ 6 (a parameter that
+    reached a bound, or started on one, has no gradient there and would stay stuck) and keep the
+    lowest cost: deterministic, it only ever lowers the cost."""
     names = list(x0)
     if not names:
         raise ValueError("fit needs at least one parameter")
+    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
+        raise ValueError(f"restarts must be an int >= 0, got {restarts!r}")
     for k in names:
         lo, hi = bounds[k]
         if not lo < hi:
             raise ValueError(f"bounds of {k}: lo must be < hi, got {lo}, {hi}")
     logs = [bounds[k][0] > 0 and bounds[k][1] / bounds[k][0] > 20 for k in names]
-    u = np.array([_to_u(x0[k], *bounds[k], lg) for k, lg in zip(names, logs)])
 
     def vals(uu):
         return {k: float(_from_u(uu[i], *bounds[k], logs[i])) for i, k in enumerate(names)}
@@ -464,38 +468,49 @@ def fit(residuals, x0: Mapping[str, float], bounds: Mapping[str, tuple], *, max_
         r = np.asarray(residuals(vals(uu)), dtype=float)
         return np.where(np.isfinite(r), r, 1e6)
 
-    n_eval = 1
-    r = res(u)
-    cost = float(r @ r)
-    lam = 1e-2
-    converged = False
-    for _ in range(max_iter):
-        J = np.empty((r.size, u.size))
-        for j in range(u.size):
-            du = 1e-5 * max(1.0, abs(u[j]))
-            uj = u.copy()
-            uj[j] += du
-            J[:, j] = (res(uj) - r) / du
-        n_eval += u.size
-        g = J.T @ r
-        H = J.T @ J
-        improved = False
-        for _ in range(12):
-            step = np.linalg.solve(H + lam * (np.diag(np.diag(H)) + 1e-9 * np.eye(u.size)), -g)
-            un = u + step
-            rn = res(un)
-            n_eval += 1
-            cn = float(rn @ rn)
-            if cn < cost:
-                improved = True
-                rel = (cost - cn) / max(cost, 1e-300)
-                u, r, cost = un, rn, cn
-                lam = max(lam / 3, 1e-9)
+    def lm(u):
+        n_eval = 1
+        r = res(u)
+        cost = float(r @ r)
+        lam = 1e-2
+        converged = False
+        for _ in range(max_iter):
+            J = np.empty((r.size, u.size))
+            for j in range(u.size):
+                du = 1e-5 * max(1.0, abs(u[j]))
+                uj = u.copy()
+                uj[j] += du
+                J[:, j] = (res(uj) - r) / du
+            n_eval += u.size
+            g = J.T @ r
+            H = J.T @ J
+            improved = False
+            for _ in range(12):
+                step = np.linalg.solve(H + lam * (np.diag(np.diag(H)) + 1e-9 * np.eye(u.size)),
+                                       -g)
+                un = u + step
+                rn = res(un)
+                n_eval += 1
+                cn = float(rn @ rn)
+                if cn < cost:
+                    improved = True
+                    rel = (cost - cn) / max(cost, 1e-300)
+                    u, r, cost = un, rn, cn
+                    lam = max(lam / 3, 1e-9)
+                    break
+                lam *= 4
+            if not improved or rel < tol:
+                converged = True
                 break
-            lam *= 4
-        if not improved or rel < tol:
-            converged = True
-            break
+        return u, r, cost, n_eval, converged
+
+    u0 = np.array([_to_u(x0[k], *bounds[k], lg) for k, lg in zip(names, logs)])
+    u, r, cost, n_eval, converged = lm(u0)
+    for _ in range(restarts):
+        u2, r2, c2, n2, conv2 = lm(np.clip(u, -6.0, 6.0))
+        n_eval += n2
+        if c2 < cost:
+            u, r, cost, converged = u2, r2, c2, conv2
     return FitResult(MappingProxyType(vals(u)), r, cost, n_eval, converged)
 
 

@@ -494,7 +494,9 @@ def calibrate(write: bool = False, path=None) -> efficiency.FitResult:
                if x0[k] > 0 else PRIOR_WEIGHT * v[k] for k in names]
         return np.array(r + reg)
 
-    res = efficiency.fit(resid, x0, bounds)
+    # one restart: parameters whose prior sits on a bound (serve.gqa_reread, train.tp_overlap)
+    # have no gradient there, and the first descent can leave them stuck
+    res = efficiency.fit(resid, x0, bounds, restarts=1)
     if write:
         doc = {"schema": 1,
                "what": "efficiency parameters fitted by scaling_lib.validation.calibrate() on the "

@@ -207,6 +207,45 @@ def test_function_feedback_writes_float_inputs_as_numbers():
     assert not r.correct and "V=1e9, N=1, W=4.5e11" in r.message and "'1e9'" not in r.message, r.message
 
 
+def test_function_exercise_cannot_be_passed_by_calling_the_library():
+    """Trial ch01-03 §3 item 5: a function that only calls the library function the reference
+    uses is named and fails; the formula written out passes; the profile hook is removed again."""
+    import sys
+    from scaling_lib import collectives as C, roofline
+    reg = registry()
+    r = evaluate(reg["12.41"], lambda k, z: C.ragged_fraction(k, z, exact=True))
+    assert not r.correct and "collectives.ragged_fraction" in r.message, r.message
+    r = evaluate(reg["1.3"], lambda N: roofline.dot_intensity(N, "f32"))
+    assert not r.correct and "roofline.dot_intensity" in r.message, r.message
+    import functools
+    r = evaluate(reg["12.41"], functools.partial(C.ragged_fraction, exact=True))
+    assert not r.correct and "collectives.ragged_fraction" in r.message, r.message
+    assert evaluate(reg["12.41"], lambda k, z: (1 - ((z - 1) / z) ** k) * (z - 1) / z).correct
+    assert sys.getprofile() is None
+
+
+def test_batch_grader_also_names_a_copied_library_call(tmp_path):
+    """The batch grader runs the submission's function in its kernel: the extraction source,
+    run as the kernel runs it, reports the banned library calls and the grader fails the item."""
+    import builtins
+    import json
+    from scaling_lib import collectives as C
+    from scaling_lib.grading import _batch, _extract
+    ex = registry()["12.41"]
+    specs, inputs = _batch._job_exercises([ex], 0)
+    assert specs[0]["banned"] == ["collectives.ragged_fraction"]
+    src = Path(_extract.__file__).read_text(encoding="utf-8")
+    for fn, copied in ((lambda k, z: C.ragged_fraction(k, z, exact=True), True),
+                       (lambda k, z: (1 - ((z - 1) / z) ** k) * (z - 1) / z, False)):
+        out = tmp_path / f"{copied}.json"
+        spec = dict(specs[0], out=str(out), budget_s=5.0, recorded=False)
+        exec(compile(src, "<grader>", "exec"), {"__builtins__": builtins, "__name__": "__grader__",
+                                                 "_SPEC": json.dumps(spec), "_NS": {"ragged_exact": fn}})
+        item = json.loads(out.read_text(encoding="utf-8"))
+        r = _batch._judge_item(ex, item, inputs[ex.id], None)
+        assert r.correct is not copied and ("collectives.ragged_fraction" in r.message) is copied, r.message
+
+
 def test_match_rule():
     """The match rule of the audit: displayed precision, the unit written after the number,
     trivial constants."""

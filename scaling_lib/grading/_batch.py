@@ -37,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from ._judge import (MISSING, CheckResult, _describe, _fail, _Opaque, _type_message, evaluate,
-                     expected_form, judge_function, sample_inputs)
+                     _reference_calls, expected_form, judge_function, library_call_message,
+                     sample_inputs)
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_FILE = 20 << 20        # bytes read from one submission
@@ -338,6 +339,9 @@ def _judge_item(ex, item, inputs, values) -> CheckResult:
     if not isinstance(item, dict):
         return _fail(ex, _type_message(ex, MISSING))
     if ex.kind == "function" and isinstance(item.get("cases"), list):
+        calls = item.get("library_calls")
+        if isinstance(calls, list) and calls and all(isinstance(c, str) for c in calls):
+            return _fail(ex, library_call_message(calls))
         cases = []
         for kw, c in zip(inputs, item["cases"]):
             if not isinstance(c, dict):
@@ -434,6 +438,8 @@ def _job_exercises(exs, seed: int) -> tuple[list[dict], dict]:
         if ex.kind == "function" and ex.program is not None:  # run the body as a compiled program
             spec["program"] = ex.program.harness_args()
             json.dumps(spec["program"])
+        if ex.kind == "function":
+            spec["banned"] = sorted(_reference_calls(ex))
         specs.append(spec)
     return specs, inputs
 

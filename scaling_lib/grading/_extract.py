@@ -8,7 +8,8 @@ grader then judges in its own process.
 
 Input (globals set by the runner):
     _SPEC  JSON text: {"id", "var", "kind", "inputs": [kwargs, ...], "out": path, "budget_s",
-           "recorded": true if the value passed to check("<id>", ...) should be preferred}
+           "recorded": true if the value passed to check("<id>", ...) should be preferred,
+           "banned": library functions a function answer may not simply call}
     _NS    the kernel's user namespace (the notebook's globals)
 The sandbox's ``scaling_lib.grading.check`` records each (id, answer) it is given in
 ``_RECORDED``; with "recorded", the answer recorded since the last look is taken (and removed)
@@ -19,6 +20,8 @@ Output: ``_SPEC["out"]`` is written atomically with plain JSON data:
 With ``_SPEC["program"]`` (an exercise that checks the compiled program), the function is a
 per-device body: ``scaling_lib.xla.checks.shard_map_program(fn, **program)`` runs it, and each
 "ok" case also carries ``"hlo": {"collectives": {kind: n}, "permutes": [...]}``.
+Each function answer's "cases" come with "library_calls": [the banned functions (``_SPEC["banned"]``)
+the submission's function called], only if any.
 Encoding: numbers, strings, lists and null as themselves; anything else as a small dict with a
 "$" key ("ellipsis", "missing", "bool", "array", "callable", "opaque"). Nothing is pickled.
 """
@@ -106,6 +109,36 @@ def _program(fn, args):
     return call
 
 
+def _lib_name(frame):
+    """'collectives.ragged_fraction' for a frame running a scaling_lib function, else None."""
+    mod = frame.f_globals.get("__name__", "")
+    if not isinstance(mod, str) or not mod.startswith("scaling_lib."):
+        return None
+    return mod[len("scaling_lib."):] + "." + getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+
+
+def _call_watched(fn, inputs, budget_s, program, banned, seen):
+    """``_call_all`` with a profile hook that adds to ``seen`` the ``banned`` library functions
+    (those the exercise's reference uses) called straight from code outside the library."""
+    banned = set(banned or ())
+    if not banned:
+        return _call_all(fn, inputs, budget_s, program)
+    sys = __import__("sys")
+
+    def _hook(frame, event, arg):
+        if event == "call" and frame.f_back is not None:
+            name = _lib_name(frame)
+            if name in banned and _lib_name(frame.f_back) is None:
+                seen.add(name)
+
+    prev = sys.getprofile()
+    sys.setprofile(_hook)
+    try:
+        return _call_all(fn, inputs, budget_s, program)
+    finally:
+        sys.setprofile(prev)
+
+
 def _call_all(fn, inputs, budget_s, program=False):
     """Call ``fn(**kw)`` on each input; a SIGALRM timer caps the total time."""
     cases = []
@@ -180,7 +213,11 @@ def _main():
         if spec["kind"] == "function" and callable(v) and not isinstance(v, type):
             prog = spec.get("program")
             fn = _program(v, prog) if isinstance(prog, dict) else v
-            result["cases"] = _call_all(fn, spec["inputs"], float(spec["budget_s"]), isinstance(prog, dict))
+            seen = set()
+            result["cases"] = _call_watched(fn, spec["inputs"], float(spec["budget_s"]), isinstance(prog, dict),
+                                            spec.get("banned", ()), seen)
+            if seen:
+                result["library_calls"] = sorted(seen)
         else:
             result["value"] = _enc(v)
     text = _json.dumps(result, allow_nan=True)

@@ -19,7 +19,10 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import os
+import sys
 import zlib
+from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,18 +170,24 @@ def _evaluate(ex, answer, seed, values) -> CheckResult:
         call = answer
         if ex.program is not None:  # the answer is a per-device body: run it as a compiled program
             call = _program_call(ex.program, answer)
-        for kw in inputs:
-            try:
-                out = call(**kw)
-                if ex.program is not None:
-                    out, facts = out
-                    programs.append(facts)
-                cases.append((kw, ("ok", out)))
-            except KeyboardInterrupt:
-                raise
-            except BaseException as e:  # the reader's code (even sys.exit()): report, never raise
-                cases.append((kw, ("error", f"{type(e).__name__}: {e}")))
-                break
+        used: set = set()
+        banned = _reference_calls(ex) if answer is not ex.expected else set()
+        with _LibraryCalls(used) if banned else _nullcontext():
+            for kw in inputs:
+                try:
+                    out = call(**kw)
+                    if ex.program is not None:
+                        out, facts = out
+                        programs.append(facts)
+                    cases.append((kw, ("ok", out)))
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as e:  # the reader's code (even sys.exit()): report, never raise
+                    cases.append((kw, ("error", f"{type(e).__name__}: {e}")))
+                    break
+        copied = sorted(used & banned)
+        if copied:
+            return _fail(ex, library_call_message(copied))
         return judge_function(ex, cases, programs if ex.program is not None else None)
     if answer is Ellipsis:
         return CheckResult(ex.id, False, _NOT_ANSWERED)
@@ -202,6 +211,90 @@ def _program_call(program, body):
             state["run"] = program.runner(body)
         return state["run"](**kw)
     return call
+
+
+# ---- "did the reader just call the library?" (notes/19.md, trial 1-3 §3 item 5) ------------------
+
+_LIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../scaling_lib
+_GRADING = os.path.join(_LIB, "grading") + os.sep
+
+
+def _lib_function(code) -> str | None:
+    """'collectives.ragged_fraction' for a function of scaling_lib that computes something
+    (not the exercises, the grading, the chip catalogue or the unit helpers); None otherwise."""
+    f = code.co_filename
+    if not f.startswith(_LIB + os.sep):
+        return None
+    rel = os.path.relpath(f, _LIB)
+    if rel.split(os.sep)[0] in ("exercises", "grading") or rel in ("hardware.py", "units.py", "devices.py",
+                                                                   "jax_compat.py", "__init__.py"):
+        return None
+    if code.co_name.startswith("__") or code.co_name == "<lambda>":   # dataclass hooks, helpers
+        return None
+    return rel[:-3].replace(os.sep, ".") + "." + getattr(code, "co_qualname", code.co_name)
+
+
+class _LibraryCalls:
+    """Collects the scaling_lib functions called straight from code outside the library (the
+    reader's function, numpy, functools ...) while active. A profile hook: it sees every Python
+    call, however the function was reached (alias, getattr, partial)."""
+
+    def __init__(self, out: set):
+        self.out, self.prev = out, None
+
+    def _hook(self, frame, event, arg):
+        if event == "call" and frame.f_back is not None:
+            name = _lib_function(frame.f_code)
+            caller = frame.f_back.f_code.co_filename
+            # called by the reader's code, or by the grader itself (a functools.partial handed in)
+            if name and (not caller.startswith(_LIB + os.sep) or caller.startswith(_GRADING)):
+                self.out.add(name)
+
+    def __enter__(self):
+        self.prev = sys.getprofile()
+        sys.setprofile(self._hook)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self.prev)
+        return False
+
+
+def library_call_message(names) -> str:
+    """The feedback for a function that just calls the library function(s) the reference uses."""
+    names = "、".join(f"`{n}`" for n in sorted(names)[:3])
+    return (f"❌ 你的函数直接调用了库里算这道题的函数 {names}：这道题要你用正文的式子自己写出来"
+            "（库函数是用来对答案的）。")
+
+
+def _reference_calls(ex) -> set:
+    """The library functions the reference names in its own code (``C.ragged_fraction``,
+    ``roofline.dot_intensity``, ``TransformerConfig.params``): what a reader's function must not
+    simply call. Read from the code object, not run, so it costs nothing."""
+    fn = ex.expected
+    code, glob = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    if code is None:
+        return set()
+    codes, names = [code], set()
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, type(code)))
+    out = set()
+    for n in names:
+        obj = glob.get(n)
+        holders = [obj] if isinstance(obj, type) or inspect.ismodule(obj) else []
+        if inspect.isfunction(obj):
+            f = _lib_function(obj.__code__)
+            if f:
+                out.add(f)
+        for h in holders:
+            for attr in names - {n}:
+                f = inspect.getattr_static(h, attr, None) if isinstance(h, type) else getattr(h, attr, None)
+                f = getattr(f, "__func__", f)
+                if inspect.isfunction(f) and _lib_function(f.__code__):
+                    out.add(_lib_function(f.__code__))
+    return out
 
 
 def _no_reference(e: BaseException) -> str:

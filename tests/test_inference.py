@@ -366,9 +366,10 @@ def test_continuous_batching_beats_static():
 
 
 def test_grid_size_and_speed():
-    t0 = time.perf_counter()
+    # CPU seconds of this process: the cost of the code, not the queue for a shared machine's cores
+    t0 = time.process_time()
     g = inf.serving_grid(L70, 8192, V5E)
-    dt = time.perf_counter() - t0
+    dt = time.process_time() - t0
     assert len(g) >= 10_000 and dt < 1.0
     f = g.front()
     assert np.all(np.diff(f["latency_s"]) > 0) and np.all(np.diff(f["tok_s_chip"]) > 0)

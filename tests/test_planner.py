@@ -16,9 +16,10 @@ BOTTLENECKS = {"compute", "hbm", "tp", "fsdp", "pp", "ep", "dp", "dcn", "bubble"
 def test_planner_speed_and_size():
     cl = tr.Cluster("v5p", 8192)
     tr.plan(L70, cl, 4 * 2**20, 4096)                        # warm numpy
-    t0 = time.perf_counter()
+    # CPU seconds of this process: the cost of the code, not the queue for a shared machine's cores
+    t0 = time.process_time()
     r = tr.plan(L70, cl, 4 * 2**20, 4096)
-    dt = time.perf_counter() - t0
+    dt = time.process_time() - t0
     assert r.n_candidates >= 10_000
     assert dt < 1.0, f"planner took {dt:.2f} s for {r.n_candidates} candidates"
     assert sum(r.rejected.values()) + r.n_feasible == r.n_candidates

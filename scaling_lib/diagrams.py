@@ -2099,7 +2099,8 @@ def dualpipe_figure(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0
                 (zb, "ZB-H1（反向拆成 B 和 W）")]
     total = max([max(e[5] for e in ev)] + [max(e[4] for e in r[0]) for r in rows])
     fig, axes = plt.subplots(len(rows) + 1, 1, sharex=True, squeeze=False,
-                             figsize=(min(13, 2.5 + 0.16 * total), 1.2 + 0.5 * P * (len(rows) + 1)))
+                             gridspec_kw={"height_ratios": [0.55] * len(rows) + [1.0]},
+                             figsize=(min(10, 2.5 + 0.13 * total), 1.3 + 0.36 * P * (1 + 0.55 * len(rows))))
     axes = axes[:, 0]
     for ax, (e, head) in zip(axes, rows):
         _draw_pipeline_events(ax, e, P, head)
@@ -2110,9 +2111,9 @@ def dualpipe_figure(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0
         ax.set_xlabel("")
         ax.set_yticks(np.arange(P) + 0.5, [f"设备 {r}" for r in range(P)])
         ax.get_legend().remove()
-        if total > 40:                                   # long steps: smaller cell labels
-            for txt in ax.texts:
-                txt.set_fontsize(5.5)
+        for txt in list(ax.texts):                       # the comparison: cells only,
+            txt.remove()                                  # the numbers are in DualPipe's panel
+        ax.tick_params(axis="y", labelsize=7)
     _draw_dualpipe_events(axes[-1], ev, P,
                           f"DualPipe：两个方向各 {int(n_micro) // 2} 个微批次")
     axes[-1].set_xlim(0, total)
@@ -2527,17 +2528,23 @@ def _draw_fat_tree(ax, t, max_nodes: int, route: bool, notes: bool):
     for i in range(1, L):
         deg = info[i]["degree"]
         if i == 1:
-            children = [(x, node_parent[j]) for j, x in enumerate(shown[0])]
-            for x, p in children:
-                for sx in sw_x[1][p]:
-                    ax.plot([x, sx], [0.22, 1 - 0.12], color="0.55", lw=0.35, zorder=1)
+            yb = 1 - 0.22                     # a bar under each unit's switches: a node's
+            for xs in sw_x[1]:                 # line to it stands for its cables to every one
+                ax.plot([xs[0], xs[-1]], [yb, yb], color="0.35", lw=1.2, zorder=2)
+                for sx in xs:
+                    ax.plot([sx, sx], [yb, 1 - 0.12], color="0.55", lw=0.5, zorder=1)
+            for j, x in enumerate(shown[0]):
+                xs = sw_x[1][node_parent[j]]
+                ax.plot([x, min(max(x, xs[0]), xs[-1])], [0.22, yb], color="0.55", lw=0.5,
+                        zorder=1)
         else:
-            for u, xs in enumerate(sw_x[i - 1]):
-                p = u // deg
-                for cx in xs:
-                    for sx in sw_x[i][p]:
-                        ax.plot([cx, sx], [i - 1 + 0.12, i - 0.12], color="0.6", lw=0.25,
-                                alpha=0.6, zorder=1)
+            for u, xs in enumerate(sw_x[i - 1]):  # a child unit's switches share a bus bar;
+                p = u // deg                         # one line per parent switch stands for
+                y0 = i - 1 + 0.16                    # the cables of every one of them
+                ax.plot([xs[0], xs[-1]], [y0, y0], color="0.35", lw=1.2, zorder=2)
+                cx = (xs[0] + xs[-1]) / 2
+                for sx in sw_x[i][p]:
+                    ax.plot([cx, sx], [y0, i - 0.12], color="0.55", lw=0.4, zorder=1)
     path = None
     if route and L >= 3:
         # the first and the last node drawn: their ancestors meet only at the top level
@@ -2573,8 +2580,10 @@ def _draw_fat_tree(ax, t, max_nodes: int, route: bool, notes: bool):
 def fat_tree_figure(tree="h100-superpod", max_nodes: int = 3, ax=None):
     """A switched fat tree drawn from its ``topology.FatTree`` (or a GPU ``topology.System`` /
     preset name): nodes at the bottom (the first ``max_nodes`` of each unit, the rest counted),
-    every switch of every level as a square (counts from ``TreeLevel.switches``), each child
-    cabled to every switch of its parent unit; on the right, per level (``fat_tree_levels``) the
+    every switch of every level as a square (counts from ``TreeLevel.switches``); a bar under a
+    unit's switches stands for "cabled to every one of them": each node has one line to its
+    unit's bar, each unit of a higher level one line from its bar to every switch of the parent
+    (every switch of the unit has those cables); on the right, per level (``fat_tree_levels``) the
     units, switches, uplink bandwidth and the bandwidth per node, which stays the same at every
     level of a non-blocking tree. Title: GPUs, switches in all, bisection bandwidth. Returns the
     axes."""
@@ -2586,7 +2595,7 @@ def fat_tree_figure(tree="h100-superpod", max_nodes: int = 3, ax=None):
     check_int("max_nodes", max_nodes)
     set_style()
     if ax is None:
-        _, ax = plt.subplots(figsize=(11, 1.0 + 1.1 * len(t.levels)))
+        _, ax = plt.subplots(figsize=(9.5, 0.8 + 0.9 * len(t.levels)))
     _draw_fat_tree(ax, t, int(max_nodes), route=False, notes=True)
     info = fat_tree_levels(t)
     ax.set_title(f"{t.describe()}：{t.num_chips} 颗 GPU，交换机共 "
@@ -2640,7 +2649,7 @@ def torus_vs_fat_tree_figure(tpu="v5p", shape=(4, 4), tree="h100-superpod", max_
     t = _as_fat_tree(tree)
     g = t.gpu
     set_style()
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.5]})
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(10.5, 3.6), gridspec_kw={"width_ratios": [1, 1.5]})
     src, dst = (0, 0), (shape[0] // 2, shape[1] // 2)
     route = _torus_route(torus, src, dst)
     torus.draw(ax=a0, path=route, annotate=False)

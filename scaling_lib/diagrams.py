@@ -2595,7 +2595,7 @@ def fat_tree_figure(tree="h100-superpod", max_nodes: int = 3, ax=None):
     check_int("max_nodes", max_nodes)
     set_style()
     if ax is None:
-        _, ax = plt.subplots(figsize=(9.5, 0.8 + 0.9 * len(t.levels)))
+        _, ax = plt.subplots(figsize=(8, 0.6 + 0.7 * len(t.levels)))
     _draw_fat_tree(ax, t, int(max_nodes), route=False, notes=True)
     info = fat_tree_levels(t)
     ax.set_title(f"{t.describe()}：{t.num_chips} 颗 GPU，交换机共 "
@@ -2624,7 +2624,7 @@ def _torus_route(topo, src, dst) -> list:
     return path
 
 
-def torus_vs_fat_tree_figure(tpu="v5p", shape=(4, 4), tree="h100-superpod", max_nodes: int = 2):
+def torus_vs_fat_tree_figure(tpu="v5p", shape=(4, 4), tree="h100-superpod", max_nodes: int = 1):
     """Chapter 12's opening contrast, both halves drawn from the library: left, a TPU slice as a
     torus (``topology.Torus`` with the catalogue's ICI link bandwidth; ``shape`` a 2-D face),
     every chip cabled only to its neighbours, the route between two far chips highlighted and
@@ -2649,7 +2649,7 @@ def torus_vs_fat_tree_figure(tpu="v5p", shape=(4, 4), tree="h100-superpod", max_
     t = _as_fat_tree(tree)
     g = t.gpu
     set_style()
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(10.5, 3.6), gridspec_kw={"width_ratios": [1, 1.5]})
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(9, 3.3), gridspec_kw={"width_ratios": [1, 1.5]})
     src, dst = (0, 0), (shape[0] // 2, shape[1] // 2)
     route = _torus_route(torus, src, dst)
     torus.draw(ax=a0, path=route, annotate=False)

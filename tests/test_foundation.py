@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_import_is_cheap_and_jax_free():
-    code = ("import time, sys; t=time.perf_counter(); import scaling_lib; dt=time.perf_counter()-t;"
+    # CPU seconds of the import (wall time on a loaded machine measures the queue for the cores)
+    code = ("import time, sys; t=time.process_time(); import scaling_lib; dt=time.process_time()-t;"
             "print(dt, 'jax' in sys.modules, 'ipywidgets' in sys.modules, 'nbclient' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert float(out[0]) < 0.5, f"import scaling_lib took {out[0]} s"

@@ -191,8 +191,8 @@ def unstack_params(params, cfg) -> dict:
     layout; the numbers are the same weights."""
     jax, jnp = _jax()
     out = {k: v for k, v in params.items() if k != "layers"}
-    out["layers"] = [{k: jnp.array(v[i]) for k, v in params["layers"].items()}
-                     for i in range(cfg.n_layers)]
+    host = {k: np.asarray(v) for k, v in params["layers"].items()}   # slice on the host (no compiles)
+    out["layers"] = [{k: jnp.asarray(v[i]) for k, v in host.items()} for i in range(cfg.n_layers)]
     return out
 
 
@@ -232,8 +232,9 @@ def decode_step_sweep(params, cfg, batches, seq_len, n_iter=5, device=None, dtyp
     for b in batches:
         b = _check_n("batch", b)
         c = filled_cache(cfg, b, seq_len, dtype=dtype)
-        ks = jax.device_put([c["k"][i] for i in range(cfg.n_layers)], device)
-        vs = jax.device_put([c["v"][i] for i in range(cfg.n_layers)], device)
+        kc, vc = np.asarray(c["k"]), np.asarray(c["v"])   # per-layer slices on the host: an eager
+        ks = jax.device_put([kc[i] for i in range(cfg.n_layers)], device)   # slice compiles
+        vs = jax.device_put([vc[i] for i in range(cfg.n_layers)], device)
         tok = jax.device_put(np.zeros((b,), np.int32), device)
         t = time_fn(step, p, ks, vs, tok, jnp.asarray(seq_len), n_warmup=1, n_iter=n_iter,
                     stat=stat)

@@ -73,13 +73,15 @@ def matmul_sweep(Bs, D: int, F: int, dtype: str = "bf16", device=None, n_iter: i
     check_positive("F", F, allow_array=False)
     dt = _dtype(dtype)
     device = device or jax.devices()[0]
-    key = jax.random.PRNGKey(seed)
-    w = jax.device_put(jax.random.normal(key, (D, F), dtype=jnp.float32).astype(dt), device)
+    # inputs drawn on the host: jax.random would compile one program per shape, which cost more
+    # than the timings themselves (the values do not change the time of a matmul)
+    w = jax.device_put(np.random.default_rng(seed).standard_normal((D, F), dtype=np.float32).astype(dt),
+                       device)
     mm = jax.jit(lambda x, w: x @ w)
     out = []
     for b in Bs:
-        x = jax.device_put(jax.random.normal(jax.random.fold_in(key, b), (b, D),
-                                             dtype=jnp.float32).astype(dt), device)
+        x = jax.device_put(np.random.default_rng([seed, b]).standard_normal((b, D), dtype=np.float32)
+                           .astype(dt), device)
         t = time_fn(mm, x, w, n_warmup=1, n_iter=n_iter, stat=stat)
         fl = float(matmul_flops(b, D, F))
         out.append({"B": b, "D": int(D), "F": int(F), "dtype": dtype, "t": t,
@@ -94,8 +96,7 @@ def measure_peak_flops(dtype: str = "f32", n: int = 1024, device=None, n_iter: i
     check_positive("n", n, allow_array=False)
     dt = _dtype(dtype)
     device = device or jax.devices()[0]
-    k = jax.random.PRNGKey(1)
-    a = jax.device_put(jax.random.normal(k, (n, n), dtype=jnp.float32).astype(dt), device)
+    a = jax.device_put(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32).astype(dt), device)
     mm = jax.jit(lambda a: a @ a)
     t = time_fn(mm, a, n_warmup=1, n_iter=n_iter)
     return 2 * n ** 3 / t

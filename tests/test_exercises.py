@@ -490,7 +490,7 @@ PINS: list = [
     ("12.7b", "C", 0, "elementwise add: bandwidth-bound"),
     ("12.8", [3.62e14 / (142 * 4 * 2.52e9), 9.89e14 / (132 * 4 * 1.76e9) / (3.62e14 / (142 * 4 * 2.52e9))], 1e-9,
      "P1.8 on L40S"),
-    ("12.9", 21, 0, "P1.9 with 96 registers per thread"),
+    ("12.9", 25, 0, "P1.9 with 80 registers per thread (96 gave 21, which chapter 12 also prints: DualPipe's 8-stage 1F1B idle)"),
     ("12.9b", "A", 0, "fewer warps: less latency hiding"),
     ("12.10", 8 * 300e9, 1e-9, "P2.1 on DGX A100"),
     ("12.10b", "A", 0, "GPU ports bind"),

@@ -126,7 +126,12 @@ def test_ctrl_c_keeps_the_sheet_and_leaves_no_process(tmp_path):
         pytest.fail("the first submission was not graded within 300 s; the interrupt was never tested")
     time.sleep(2)  # b is running now
     proc.send_signal(signal.SIGINT)
-    text, _ = proc.communicate(timeout=180)
+    try:
+        text, _ = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        text, _ = proc.communicate()
+        pytest.fail(f"the grader did not stop within 180 s of Ctrl-C; it printed:\n{text[-3000:]}")
     assert proc.returncode == 130, text
     assert "已中断" in text and "[1/4] 已评分" in text
     rows = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8-sig"))))

@@ -663,6 +663,11 @@ class Sandbox:
             w = -1
             with self._lock:
                 self._live[n] = (proc, cg)
+                stopped = self.closed
+            if stopped:   # Ctrl-C came while this sandbox was starting: stop_all did not see it
+                _stop(proc)
+                if cg:
+                    cg.kill_all()
             feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
             logger = threading.Thread(target=_drain_tail, args=(proc.stdout, out), daemon=True)
             reporter = threading.Thread(target=_read_report, args=(r, out), daemon=True)

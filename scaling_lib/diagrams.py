@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from . import collectives as coll
+from . import pipeline as _pl
 from . import sharding as shd
 from .interactive import tidy
 from .plots import COLORS
@@ -1792,6 +1793,20 @@ __all__ += ["sharp_steps", "sharp_figure"]
 _TRANSFER_RED = "#B2182B"
 
 
+def _fb_needs(Z: int):
+    """The inputs of a pass on a Z-stage pipeline, for ``pipeline.schedule_ops`` (ops are
+    (kind, stage, microbatch)): F(s, m) waits for F(s−1, m), B(s, m) for F(s, m) and B(s+1, m),
+    W(s, m) for B(s, m)."""
+    def needs(s, op):
+        kind, _, m = op
+        if kind == "F":
+            return [("F", s - 1, m)] if s > 0 else []
+        if kind == "W":
+            return [("B", s, m)]
+        return [("F", s, m)] + ([("B", s + 1, m)] if s < Z - 1 else [])
+    return needs
+
+
 def pipeline_events(schedule="gpipe", n_stages: int = 2, n_micro: int = 2, t_fwd=1.0, t_bwd=2.0,
                     t_transfer=0.0, t_allreduce=0.0) -> list:
     """A pipeline schedule in time: ``[(stage, kind, microbatch, start, end)]``, kind "F"
@@ -1819,41 +1834,16 @@ def pipeline_events(schedule="gpipe", n_stages: int = 2, n_micro: int = 2, t_fwd
         raise ValueError(f"t_fwd and t_bwd must be > 0, got {t_fwd!r} and {t_bwd!r}")
     grid = np.asarray(training.pipeline_schedule(schedule, n_stages, n_micro))
     Z = grid.shape[0]
-    order = [[int(v) for v in row if v != 0] for row in grid]
-    end = {}                                  # ("F"|"B", s, m) -> end time
-    pos = [0] * Z
-    free = [0.0] * Z
-    ev = []
-    remaining = sum(len(o) for o in order)
-    while remaining:
-        progressed = False
-        for s in range(Z):
-            while pos[s] < len(order[s]):
-                v = order[s][pos[s]]
-                m = abs(v) - 1
-                if v > 0:
-                    deps = [] if s == 0 else [("F", s - 1, m)]
-                    lag = tx if s > 0 else 0.0
-                    kind, dur = "F", tf
-                else:
-                    deps = [("F", s, m)] + ([] if s == Z - 1 else [("B", s + 1, m)])
-                    lag = tx if s < Z - 1 else 0.0
-                    kind, dur = "B", tb
-                if any(d not in end for d in deps):
-                    break
-                ready = 0.0
-                for d in deps:
-                    ready = max(ready, end[d] + (lag if d[1] != s else 0.0))
-                start = max(free[s], ready)
-                end[(kind, s, m)] = free[s] = start + dur
-                ev.append((s, kind, m, start, start + dur))
-                if tx > 0 and ((kind == "F" and s < Z - 1) or (kind == "B" and s > 0)):
-                    ev.append((s, "X" + kind, m, start + dur, start + dur + tx))
-                pos[s] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise AssertionError("pipeline schedule order deadlocked")
+    orders = [[("F" if v > 0 else "B", s, abs(int(v)) - 1) for v in row if v != 0]
+              for s, row in enumerate(grid)]
+    placed = _pl.schedule_ops(orders, _fb_needs(Z), lambda s, op: tf if op[0] == "F" else tb,
+                              transfer=tx)
+    ev, end = [], {}                          # end: ("F"|"B", s, m) -> end time
+    for s, (kind, _, m), start, stop in placed:
+        end[(kind, s, m)] = stop
+        ev.append((s, kind, m, start, stop))
+        if tx > 0 and ((kind == "F" and s < Z - 1) or (kind == "B" and s > 0)):
+            ev.append((s, "X" + kind, m, stop, stop + tx))
     if tg > 0:
         for s in range(Z):
             last = max(e for (k, ss, _), e in end.items() if ss == s and k == "B")
@@ -1984,29 +1974,11 @@ def zero_bubble_events(n_stages: int = 4, n_micro: int = 8, t_fwd=1.0, t_bgrad=1
     if tf <= 0 or tb <= 0 or tw <= 0:
         raise ValueError(f"t_fwd, t_bgrad and t_wgrad must be > 0, got {t_fwd!r}, {t_bgrad!r}, "
                          f"{t_wgrad!r}")
-    orders = [zero_bubble_order(n_stages, n_micro, s) for s in range(int(n_stages))]
-    Z = len(orders)
+    orders = [[(kind, s, m) for kind, m in zero_bubble_order(n_stages, n_micro, s)]
+              for s in range(int(n_stages))]
     dur = {"F": tf, "B": tb, "W": tw}
-    pos, free, end, ev = [0] * Z, [0.0] * Z, {}, []
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        progressed = False
-        for s in range(Z):
-            while pos[s] < len(orders[s]):
-                kind, m = orders[s][pos[s]]
-                deps = {"F": [("F", s - 1, m)] if s > 0 else [],
-                        "B": [("F", s, m)] + ([("B", s + 1, m)] if s < Z - 1 else []),
-                        "W": [("B", s, m)]}[kind]
-                if any(d not in end for d in deps):
-                    break
-                start = max([free[s]] + [end[d] for d in deps])
-                end[(kind, s, m)] = free[s] = start + dur[kind]
-                ev.append((s, kind, m, start, start + dur[kind]))
-                pos[s] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise AssertionError("zero-bubble schedule deadlocked")
+    placed = _pl.schedule_ops(orders, _fb_needs(len(orders)), lambda s, op: dur[op[0]])
+    ev = [(s, kind, m, start, stop) for s, (kind, _, m), start, stop in placed]
     return sorted(ev, key=lambda e: (e[3], e[0], e[1]))
 
 

@@ -124,6 +124,123 @@ def stage_imbalance(stage_layers) -> float:
     return float(sl.max() / sl.mean())
 
 
+# ---- one list scheduler: every pipeline timing in the library ---------------------------------------
+
+def schedule_ops(orders, needs, duration, *, provides=None, transfer=0.0) -> list:
+    """Time a pipeline given each worker's order of ops: every op starts as early as its worker
+    and its inputs allow (list scheduling with a fixed order per worker, no preemption). This is
+    the one timing loop behind ``dualpipe_events`` and ``diagrams.pipeline_events`` /
+    ``diagrams.zero_bubble_events``; they differ only in the orders, the dependencies and the
+    durations they pass.
+
+    ``orders``: one sequence of ops per worker (a stage or a device), run in that order; an op is
+    any value. ``needs(worker, op)``: the keys the op waits for. ``provides(worker, op)``: the
+    keys it completes at its end (default: the op itself, so ``needs`` names other ops; the op
+    must then be hashable). Every key is provided by exactly one op. ``duration``: a mapping
+    op → time or a callable ``(worker, op)`` → time, finite and >= 0. ``transfer``: the delay
+    before a key completed on one worker can be used on another — a number >= 0 or a callable
+    ``(src_worker, dst_worker)`` → delay; transfers occupy the link, not the worker, and
+    overlap freely.
+
+    An op starts at max(end of its worker's previous op, end of each key it needs + the
+    transfer delay if that key was completed on another worker). Returns
+    ``[(worker, op, start, end)]`` in the order the ops are placed: the workers are swept
+    0, 1, …, each running as far as its inputs allow, until every op is placed. Raises
+    TypeError/ValueError for malformed arguments, a needed key that no op provides, a key
+    provided twice, a bad duration, and when the orders deadlock (every worker's next op waits
+    for a key that can only come later; the message names each stuck op and what it waits for).
+    """
+    import math
+    from collections.abc import Mapping
+
+    if isinstance(orders, (str, bytes, Mapping)) or not hasattr(orders, "__iter__"):
+        raise TypeError(f"orders must be a sequence with one sequence of ops per worker, got "
+                        f"{type(orders).__name__}")
+    rows = []
+    for w, order in enumerate(orders):
+        if isinstance(order, (str, bytes)) or not hasattr(order, "__iter__"):
+            raise TypeError(f"orders[{w}] must be a sequence of ops, got {type(order).__name__} "
+                            f"{order!r}")
+        rows.append(list(order))
+    if not callable(needs):
+        raise TypeError(f"needs must be a callable (worker, op) -> keys, got {needs!r}")
+    if provides is None:
+        provides = lambda w, op: (op,)  # noqa: E731
+    elif not callable(provides):
+        raise TypeError(f"provides must be None or a callable (worker, op) -> keys, got "
+                        f"{provides!r}")
+    if isinstance(duration, Mapping):
+        table = duration
+
+        def duration(w, op):
+            try:
+                return table[op]
+            except KeyError:
+                raise ValueError(f"duration has no entry for op {op!r} of worker {w}") from None
+    elif not callable(duration):
+        raise TypeError(f"duration must be a mapping op -> time or a callable (worker, op) -> "
+                        f"time, got {type(duration).__name__}")
+    if callable(transfer):
+        lag = transfer
+    else:
+        from .units import check_nonneg
+        tx = float(check_nonneg("transfer", transfer, allow_array=False))
+        lag = lambda src, dst: tx if src != dst else 0.0  # noqa: E731
+
+    producer, plan = {}, []                  # key -> (worker, op); per worker (op, needs, keys, dt)
+    for w, row in enumerate(rows):
+        planned = []
+        for op in row:
+            dt = duration(w, op)
+            if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(dt) or dt < 0:
+                raise ValueError(f"the duration of op {op!r} of worker {w} must be a finite number "
+                                 f">= 0, got {dt!r}")
+            keys = tuple(provides(w, op))
+            for k in keys:
+                if k in producer:
+                    raise ValueError(f"key {k!r} is provided twice: by op {producer[k][1]!r} of "
+                                     f"worker {producer[k][0]} and by op {op!r} of worker {w}")
+                producer[k] = (w, op)
+            planned.append((op, tuple(needs(w, op)), keys, float(dt)))
+        plan.append(planned)
+    for w, planned in enumerate(plan):
+        for op, need, _, _ in planned:
+            for k in need:
+                if k not in producer:
+                    raise ValueError(f"op {op!r} of worker {w} needs {k!r}, which no op provides")
+
+    n_workers = len(plan)
+    pos, free, end, out = [0] * n_workers, [0.0] * n_workers, {}, []
+    left = sum(len(p) for p in plan)
+    while left:
+        progressed = False
+        for w in range(n_workers):
+            planned = plan[w]
+            while pos[w] < len(planned):
+                op, need, keys, dt = planned[pos[w]]
+                if any(k not in end for k in need):
+                    break
+                start = max([free[w]] + [end[k] + lag(producer[k][0], w) for k in need])
+                stop = free[w] = start + dt
+                for k in keys:
+                    end[k] = stop
+                out.append((w, op, start, stop))
+                pos[w] += 1
+                left -= 1
+                progressed = True
+        if not progressed:
+            stuck = [f"worker {w}: {plan[w][pos[w]][0]!r} waits for "
+                     + ", ".join(repr(k) for k in plan[w][pos[w]][1] if k not in end)
+                     for w in range(n_workers) if pos[w] < len(plan[w])]
+            raise ValueError("the per-worker orders deadlock (each next op waits for a key that "
+                             "comes later in some order): " + "; ".join(stuck))
+    return out
+
+
+__all__ += ["schedule_ops"]
+
+
 # ---- DualPipe: the schedule itself, pass by pass ---------------------------------------------------
 #
 # DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv:2412.19437, 2024), §3.2.1 and Figure 5,
@@ -243,7 +360,8 @@ def dualpipe_order(n_stages: int, n_micro: int, rank: int) -> list:
 def dualpipe_events(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0, t_wgrad=1.0,
                     t_fb=None) -> list:
     """DualPipe in time: ``[(device, kind, direction, microbatch, start, end, overlapped)]``, one
-    row per pass of ``dualpipe_order``, each op started as early as its inputs allow:
+    row per pass of ``dualpipe_order``, each op started as early as its inputs allow
+    (``schedule_ops``):
     F on stage s after F on stage s−1 (the previous device of its direction), a backward (B or BW)
     after its F and after the backward on stage s+1, W after its B. Durations: F ``t_fwd``,
     B ``t_bgrad``, W ``t_wgrad``, BW = t_bgrad + t_wgrad, and an overlapped F&B pair ``t_fb``
@@ -269,7 +387,7 @@ def dualpipe_events(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0
     dur = {"F": tf, "B": tb, "W": tw, "BW": tb + tw}
     orders = [dualpipe_order(P, N, r) for r in range(P)]
     stage = lambda r, d: r if d == 0 else P - 1 - r  # noqa: E731
-    done, ev = {}, []                 # ("F"|"G"|"W", direction, stage, m) -> end; G: input grad
+    done_key = {"F": "F", "B": "G", "BW": "G", "W": "W"}   # what a pass completes; G: input grad
 
     def deps(r, kind, d, m):
         s = stage(r, d)
@@ -279,33 +397,12 @@ def dualpipe_events(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0
             return [("G", d, s, m)]
         return [("F", d, s, m)] + ([("G", d, s + 1, m)] if s < P - 1 else [])
 
-    pos, free = [0] * P, [0.0] * P
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        progressed = False
-        for r in range(P):
-            while pos[r] < len(orders[r]):
-                op = orders[r][pos[r]]
-                need = [k for (kind, d, m) in op for k in deps(r, kind, d, m)]
-                if any(k not in done for k in need):
-                    break
-                start = max([free[r]] + [done[k] for k in need])
-                end = start + (tfb if len(op) == 2 else dur[op[0][0]])
-                for kind, d, m in op:
-                    s = stage(r, d)
-                    if kind == "F":
-                        done[("F", d, s, m)] = end
-                    elif kind in ("B", "BW"):
-                        done[("G", d, s, m)] = end
-                    else:
-                        done[("W", d, s, m)] = end
-                    ev.append((r, kind, d, m, start, end, len(op) == 2))
-                free[r] = end
-                pos[r] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise AssertionError("DualPipe order deadlocked")
+    placed = schedule_ops(
+        orders, lambda r, op: [k for (kind, d, m) in op for k in deps(r, kind, d, m)],
+        lambda r, op: tfb if len(op) == 2 else dur[op[0][0]],
+        provides=lambda r, op: [(done_key[kind], d, stage(r, d), m) for kind, d, m in op])
+    ev = [(r, kind, d, m, start, end, len(op) == 2)
+          for r, op, start, end in placed for kind, d, m in op]
     return sorted(ev, key=lambda e: (e[4], e[0], e[1]))
 
 

@@ -709,38 +709,29 @@ def interleaved_schedule(n_stages: int, n_micro: int, virtual_stages: int = 2):
             kb += 1
         seq += [("B", k) for k in range(kb, n_ops)]
         orders.append(seq)
-    done_f = {}
-    done_b = {}
-    pos = [0] * Z
-    T_max = 4 * (n_ops + Z * v) + 8
-    grid = np.zeros((Z, T_max), dtype=int)
-    chunk = -np.ones((Z, T_max), dtype=int)
-    for t in range(T_max):
-        new_f, new_b = {}, {}
-        for d in range(Z):
-            if pos[d] >= len(orders[d]):
-                continue
-            kind, k = orders[d][pos[d]]
+    ops = []                                  # per device: (kind, microbatch, virtual stage)
+    for d, seq in enumerate(orders):
+        row = []
+        for kind, k in seq:
             m, c = f_op(k) if kind == "F" else b_op(k)
-            j = c * Z + d                                    # virtual stage
-            if kind == "F":
-                ready = j == 0 or done_f.get((m, j - 1), T_max) < t
-            else:
-                ready = done_f.get((m, j), T_max) < t and (
-                    j == Z * v - 1 or done_b.get((m, j + 1), T_max) < t)
-            if ready:
-                (new_f if kind == "F" else new_b)[(m, j)] = t
-                grid[d, t] = m + 1 if kind == "F" else -(m + 1)
-                chunk[d, t] = c
-                pos[d] += 1
-        done_f.update(new_f)
-        done_b.update(new_b)
-        if all(p >= len(o) for p, o in zip(pos, orders)):
-            break
-    else:  # pragma: no cover - the order above never deadlocks for M % Z == 0
-        raise RuntimeError("interleaved schedule did not finish")
-    used = np.nonzero(grid.any(axis=0))[0]
-    return grid[:, : used[-1] + 1], chunk[:, : used[-1] + 1]
+            row.append((kind, m, c * Z + d))   # chunk c of device d is virtual stage c·Z + d
+        ops.append(row)
+    last = Z * v - 1
+
+    def needs(d, op):                          # F after the previous virtual stage's F; B after
+        kind, m, j = op                        # its F and the next virtual stage's B
+        if kind == "F":
+            return [("F", m, j - 1)] if j > 0 else []
+        return [("F", m, j)] + ([("B", m, j + 1)] if j < last else [])
+
+    placed = _pipeline.schedule_ops(ops, needs, lambda d, op: 1)     # one time unit per op
+    T = int(max(e[3] for e in placed))
+    grid = np.zeros((Z, T), dtype=int)
+    chunk = -np.ones((Z, T), dtype=int)
+    for d, (kind, m, j), start, _ in placed:
+        grid[d, int(start)] = m + 1 if kind == "F" else -(m + 1)
+        chunk[d, int(start)] = j // Z
+    return grid, chunk
 
 
 __all__ += ["interleaved_schedule"]

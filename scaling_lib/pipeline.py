@@ -25,6 +25,9 @@ DualPipe is also generated pass by pass (``dualpipe_order``: the per-device orde
 backwards, weight gradients and overlapped F&B pairs; ``dualpipe_events``: that order timed), so
 the closed form above is checked against a schedule rather than taken on trust; ``bubble_time``
 gives Table 2's idle time per device for 1F1B, ZB-H1 and DualPipe with unequal F, B, W.
+Every schedule timed pass by pass in the library (DualPipe here, GPipe/1F1B/ZB-H1 in
+``diagrams``, interleaved 1F1B in ``training``) goes through one list scheduler,
+``schedule_ops``: per-worker orders, dependencies and durations in, start and end times out.
 """
 from __future__ import annotations
 

@@ -678,7 +678,8 @@ def interleaved_schedule(n_stages: int, n_micro: int, virtual_stages: int = 2):
     1/v of a full stage's forward (or backward, which takes as long here, as in
     ``pipeline_schedule``). Each device runs its ops in Megatron's order — forwards grouped Z
     microbatches at a time per chunk, (Z − d − 1)·2 + (v − 1)·Z warm-up forwards, then one
-    forward one backward, then the remaining backwards — each as soon as its input has arrived.
+    forward one backward, then the remaining backwards — each as soon as its input has arrived
+    (``pipeline.schedule_ops`` with one time unit per op).
     Returns ``(grid, chunk)``: ``grid`` as ``pipeline_schedule`` (+m+1 forward of microbatch m,
     −(m+1) backward, 0 idle), ``chunk`` the chunk index of each busy cell (−1 idle). The idle
     share is (Z − 1)/(v·M + Z − 1): v times less bubble than 1F1B for the same M. ``n_micro``

@@ -816,7 +816,7 @@ def training_forecast(result, model=None, par=None, comm_sms: int = 0) -> Traini
         else:
             hidden += tf
     if s.tp > 1:           # per layer, per microbatch: 4 TP collectives forward, 4 backward
-        n_coll = 8 * L_s * mb
+        n_coll = (4 if sh.parallel else 8) * L_s * mb     # a parallel block shares them: 2 + 2
         if chip.family == "gpu" and s.tp > gpn:
             t_lat = n_coll * par["nic.latency_s"]
         elif chip.family == "gpu":

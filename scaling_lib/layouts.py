@@ -102,7 +102,8 @@ LAYOUTS = MappingProxyType({
         "interleaving depth not published: 4 virtual stages assumed; microbatch = 1 sequence; "
         "selective recomputation assumed; MFU counts 6 FLOPs per parameter, embedding included "
         "(the paper's 3.8e25 = 6 × 405.85e9 × 15.6e12)",
-        plan_options=dict(microbatches=(16,), remats=("selective",), zeros=(2,),
+        plan_options=dict(whole_sequences=True,
+                          microbatches=(16,), remats=("selective",), zeros=(2,),
                           schedules=("interleaved",), virtual_stages=(4,), uneven_stages=True,
                           order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
         flops_convention="all_params"),
@@ -114,7 +115,8 @@ LAYOUTS = MappingProxyType({
                  order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
         16 * 2**20, 131072, {"mfu": 0.38, "tflops_per_gpu": 380}, _LLAMA_SRC,
         "as the 8K layout; Meta's CP all-gathers K and V (cp_kind='allgather')",
-        plan_options=dict(microbatches=(16,), remats=("selective",), zeros=(2,), cps=(16,),
+        plan_options=dict(whole_sequences=True,
+                          microbatches=(16,), remats=("selective",), zeros=(2,), cps=(16,),
                           schedules=("interleaved",), virtual_stages=(4,), uneven_stages=True,
                           order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
         flops_convention="all_params"),
@@ -132,7 +134,8 @@ LAYOUTS = MappingProxyType({
         "4K; 180K H800 GPU-hours per trillion tokens",
         "microbatch = 1 sequence (120 per rank) assumed; 61 layers split as evenly as possible "
         "(13 stages of 4, 3 of 3); MTP module left out; selective recomputation",
-        plan_options=dict(microbatches=(120,), remats=("selective",), zeros=(1,),
+        plan_options=dict(whole_sequences=True,
+                          microbatches=(120,), remats=("selective",), zeros=(1,),
                           schedules=("dualpipe",), uneven_stages=True, precision="fp8",
                           ep_node_limit=4)),
     "megatron-1t": PublishedLayout(
@@ -149,7 +152,8 @@ LAYOUTS = MappingProxyType({
         "2 virtual stages assumed; microbatch = 1 sequence (512 per replica); mixed-precision "
         "Adam with fp32 gradients (2 + 12 + 4 bytes per parameter)",
         state_bytes=(2.0, 12.0, 4.0),
-        plan_options=dict(microbatches=(512,), remats=("full",), zeros=(3,),
+        plan_options=dict(whole_sequences=True,
+                          microbatches=(512,), remats=("full",), zeros=(3,),
                           schedules=("interleaved",), virtual_stages=(2,))),
     "palm-540b": PublishedLayout(
         "palm-540b", "PaLM 540B，6,144 颗 TPU v4（两个 Pod）", "PaLM-540B",
@@ -163,7 +167,8 @@ LAYOUTS = MappingProxyType({
         "v4 DCN per host not published: 2.5e10 B/s per host of 4 chips assumed (catalogue); "
         "full recomputation: the paper's HFU/MFU = 57.8/46.2 = 1.25 means about 3/4 of the "
         "forward pass is recomputed, nearer 'full' (4/3) than 'selective' (about 1)",
-        plan_options=dict(microbatches=(1,), remats=("full",), zeros=(3,))),
+        plan_options=dict(whole_sequences=True,
+                          microbatches=(1,), remats=("full",), zeros=(3,))),
 })
 
 

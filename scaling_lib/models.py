@@ -76,7 +76,7 @@ _LIST = [
               "of 128, 16 KV heads, GeGLU intermediate 36864, vocab 256000, tied embeddings, "
               "pre- and post-norms (4 per layer)"),
     TC(name="PaLM-540B", d_model=18432, n_layers=118, n_heads=48, n_kv_heads=1, d_ff=73728,
-       vocab=256000, d_head=256, tied_embeddings=True, norms_per_layer=1,
+       vocab=256000, d_head=256, tied_embeddings=True, norms_per_layer=1, parallel_block=True,
        source="Chowdhery et al. 2022 (PaLM), Table 1 and sec. 2: 118 layers, d_model 18432, 48 "
               "heads of 256, multi-query attention (one K/V head), SwiGLU with d_ff = 4·d_model, "
               "parallel attention/MLP block (one norm per layer), no biases, shared input/output "

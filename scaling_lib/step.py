@@ -48,7 +48,7 @@ FLOPS_CONVENTIONS = ("matmul", "all_params")
 BOTTLENECKS = ("compute", "hbm", "tp", "cp", "fsdp", "pp", "ep", "dp", "dcn", "bubble")
 #: planner rejection reasons (keys) in the order they are checked
 FAIL_REASONS = ("memory", "tp_divides", "pp_layers", "ep_experts", "cp_seq", "batch", "micro",
-                "pods")
+                "pods", "sequences")
 _DEG = {"data": "dp", "fsdp": "fsdp", "expert": "ep", "context": "cp", "tensor": "tp",
         "pipe": "pp"}
 
@@ -79,6 +79,7 @@ class _Shapes:
     P_active: float
     P_matmul: float   # active weights that multiply (transformer.matmul_params): no embedding lookup
     name: str
+    parallel: bool = False    # attention and MLP side by side (PaLM): half the TP activation traffic
 
 
 def model_shapes(model) -> _Shapes:
@@ -110,7 +111,7 @@ def model_shapes(model) -> _Shapes:
                    vocab_params=float(p["embedding"] + p["unembedding"]),
                    P_total=float(model.params()), P_active=float(model.active_params()),
                    P_matmul=float(model.matmul_params(active=True)),
-                   name=model.label)
+                   name=model.label, parallel=bool(model.parallel_block))
 
 
 def _dim_size(d, sh: _Shapes, B):
@@ -238,7 +239,7 @@ def step_arrays(model, system, batch_tokens, seq_len, deg: dict, mb, remat, zero
         if not np.any(mask):
             continue
         groups: dict = {}
-        for it in layer_comms(3 if pattern_zero3 else 1, sp):
+        for it in layer_comms(3 if pattern_zero3 else 1, sp, sh.parallel):
             by = _per_device_bytes(it.array, sizes, udeg, param_bytes if it.operand in
                                    ("weight", "grad", "update") else act_b)
             for a in it.factor_axes:
@@ -439,6 +440,7 @@ FAIL_TEXT = {
     "batch": "批次不能均分到数据并行的各份",
     "micro": "微批次数不整除每份的序列数",
     "pods": "只有数据并行可以跨 Pod（DCN 太慢）",
+    "sequences": "数据分片或微批次拿不到整条序列",
 }
 
 
@@ -514,8 +516,13 @@ def _system(cluster) -> topology.System:
                     f"{type(cluster).__name__}")
 
 
-def _reasons(sh: _Shapes, system, B, T, deg, mb, stage_ok=None):
-    """Boolean masks of the structural constraints that fail (arrays), by reason key."""
+def _reasons(sh: _Shapes, system, B, T, deg, mb, stage_ok=None, whole_sequences=False):
+    """Boolean masks of the structural constraints that fail (arrays), by reason key.
+
+    The chapters count the batch in tokens: a data shard may hold part of a sequence (chapter
+    5's pure-FSDP examples go below one sequence per chip). A real run cannot: every data shard
+    (dp·fsdp·ep ranks) and every microbatch must hold whole sequences, a part of one needs
+    context parallelism. ``whole_sequences`` adds that rule ('sequences')."""
     i = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
     dp, fsdp, tp, pp, ep, cp = (i(deg[a]) for a in ("data", "fsdp", "tensor", "pipe", "expert",
                                                     "context"))
@@ -532,6 +539,8 @@ def _reasons(sh: _Shapes, system, B, T, deg, mb, stage_ok=None):
         "batch": (int(B) % ways != 0) | (n_seq % dp != 0),
         "micro": (mb > 1) & (((n_seq // np.maximum(dp, 1)) % mb != 0) | (int(B) % (ways * mb) != 0)),
         "pods": ((system.n_pods > 1) & (system.family == "tpu") & (dp % system.n_pods != 0)),
+        "sequences": np.asarray(whole_sequences) & ((n_seq % ways != 0) |
+                                                    ((mb > 1) & ((n_seq // ways) % mb != 0))),
     }
 
 
@@ -554,6 +563,9 @@ _MSG = {
     "batch": "batch of {B:g} tokens ({nseq} sequences of {T}) does not divide across {ways} "
              "data-parallel ranks (dp·fsdp·ep) with dp={dp} taking whole sequences",
     "micro": "microbatches={mb} must divide each DP replica's sequences",
+    "sequences": "whole_sequences: {nseq} sequences do not split into {ways} data shards "
+                 "(dp·fsdp·ep) of {mb} microbatch(es) of whole sequences each; a shard holding "
+                 "part of a sequence needs context parallelism (cp)",
     "pods": "the cluster has {pods} pods joined by DCN; dp={dp} must be a multiple of it (only "
             "data parallelism crosses pods)",
 }
@@ -574,7 +586,7 @@ def _result(s, system, B, T, r, j):
 def evaluate(strategy: Strategy, model, cluster, batch_tokens, seq_len: int, *,
              param_bytes: float = 2.0, opt_bytes: float = 8.0, grad_bytes: float = 2.0,
              attention: bool = True, combine: str = "sum", convention: str = "book",
-             check_memory: bool = True) -> StepResult:
+             check_memory: bool = True, whole_sequences: bool = False) -> StepResult:
     """Step time, memory per chip and bottleneck of ``strategy`` for one training step of
     ``model`` on ``cluster`` (a ``topology.System``; ``training.Cluster`` is the same class).
 
@@ -582,8 +594,11 @@ def evaluate(strategy: Strategy, model, cluster, batch_tokens, seq_len: int, *,
     the batch does not divide across data-parallel ranks, the stages do not split the layers
     (pass ``stage_layers`` for uneven stages), the chip has no peak for the strategy's precision
     ...; raises ``Infeasible`` (carrying ``needed`` and ``available`` bytes) when it does not
-    fit in HBM (unless ``check_memory=False``).
+    fit in HBM (unless ``check_memory=False``). ``whole_sequences``: every data shard and
+    microbatch must hold whole sequences (a real run's rule; the chapters count tokens).
     """
+    if not isinstance(whole_sequences, bool):
+        raise TypeError(f"whole_sequences must be True or False, got {whole_sequences!r}")
     if not isinstance(strategy, Strategy):
         raise TypeError(f"strategy must be a Strategy, got {type(strategy).__name__}")
     if combine not in ("sum", "max"):
@@ -601,7 +616,7 @@ def evaluate(strategy: Strategy, model, cluster, batch_tokens, seq_len: int, *,
         imb = _pl.stage_imbalance(sl)
         stage_ok = np.array([True])
     deg = {a: np.array([s.degree(a)]) for a in MESH_AXES}
-    fails = _reasons(sh, system, B, T, deg, [s.microbatches], stage_ok)
+    fails = _reasons(sh, system, B, T, deg, [s.microbatches], stage_ok, whole_sequences)
     vals = dict(tp=s.tp, N=sh.N, pp=s.pp, L=sh.L, ep=s.ep, E=sh.E, cp=s.cp, T=T, B=B,
                 nseq=int(B // T), ways=s.data_ways, dp=s.dp, mb=s.microbatches,
                 pods=system.n_pods)
@@ -657,7 +672,7 @@ def plan(model, cluster, batch_tokens, seq_len: int, *, top: int = 20,
          ep_node_limit=None, param_bytes: float = 2.0, opt_bytes: float = 8.0,
          grad_bytes: float = 2.0, attention: bool = True, combine: str = "sum",
          convention: str = "book", raise_if_none: bool = True, distinct: bool = True,
-         order=DEFAULT_ORDER) -> PlanResult:
+         order=DEFAULT_ORDER, whole_sequences: bool = False) -> PlanResult:
     """Every strategy that tiles ``cluster``, evaluated at once with numpy; the feasible ones
     ranked by step time (ties within 0.1%: less communication, then less memory first).
 
@@ -668,8 +683,11 @@ def plan(model, cluster, batch_tokens, seq_len: int, *, top: int = 20,
     by reason; ``PlanResult.seconds`` is the search's wall time. With ``distinct`` (default)
     only the best variant (ZeRO stage, remat, microbatches, schedule) of each degree tuple is
     listed. With no feasible strategy, raises ``Infeasible`` saying why, unless
-    ``raise_if_none=False``.
+    ``raise_if_none=False``. ``whole_sequences`` keeps only candidates whose data shards and
+    microbatches hold whole sequences (what a real run needs; ``layouts`` searches that way).
     """
+    if not isinstance(whole_sequences, bool):
+        raise TypeError(f"whole_sequences must be True or False, got {whole_sequences!r}")
     import time
     t0 = time.perf_counter()
     sh, system, B, T = _validate(model, cluster, batch_tokens, seq_len)
@@ -713,7 +731,7 @@ def plan(model, cluster, batch_tokens, seq_len: int, *, top: int = 20,
         stage_ok = stage_ok[keep]
     n_cand = len(dp)
     deg = {"data": dp, "fsdp": fsdp, "tensor": tp, "pipe": pp, "expert": ep, "context": cp}
-    fails = _reasons(sh, system, B, T, deg, mb, stage_ok)
+    fails = _reasons(sh, system, B, T, deg, mb, stage_ok, whole_sequences)
     structural = np.zeros(n_cand, dtype=bool)
     rejected = {}
     for k, m in fails.items():          # first failing reason wins, in table order

@@ -257,7 +257,7 @@ def _sa(name, dims, axes_long, unreduced=()):
 
 
 @functools.lru_cache(maxsize=None)
-def layer_comms(zero: int, sp: bool) -> tuple:
+def layer_comms(zero: int, sp: bool, parallel_block: bool = False) -> tuple:
     """The collectives of one dense transformer layer (attention projections and MLP) under the
     table ``_rules(zero, sp)``, as ``CommItem``s, derived with ``sharding.matmul`` on a mesh
     with every axis present (an axis of size 1 costs nothing).
@@ -267,7 +267,15 @@ def layer_comms(zero: int, sp: bool) -> tuple:
     dW = Xᵀ·dY with X as multiplied in the forward (saved); the gradient is reduced to the
     weight's sharding (ReduceScatter over the ZeRO axes, AllReduce over the others). ZeRO-1/2
     then AllGather the updated parameters over the ZeRO axes (once per step).
+
+    ``parallel_block`` (PaLM's attention and MLP side by side on one normalised input, outputs
+    added): the MLP's input is the attention's X and the two outputs are summed before they are
+    reduced, so the MLP's activation collectives over the tensor axis (the gather of X and the
+    reduction of dX; the reduction of its output and the gather of dOut) are the attention's own
+    and are not paid twice.
     """
+    if not isinstance(parallel_block, bool):
+        raise TypeError(f"parallel_block must be True or False, got {parallel_block!r}")
     r = _rules(zero, sp)
     mesh = {AXIS_LETTERS[a]: 2 for a in MESH_AXES}
     tok = r["batch"] + r["sequence"]                       # activations between blocks
@@ -346,6 +354,9 @@ def layer_comms(zero: int, sp: bool) -> tuple:
     h = _sa("H", ("S", "F"), (tok_in, ("tensor",)))
     wout = _sa("Wout", ("F", "D"), (("tensor",), wd))
     fwd_bwd("out", h, wout, ("S", "D"), x.axes, h.axes)
+    if parallel_block:
+        items = [it for it in items if not (it.matrix in ("in", "out") and it.operand == "act"
+                                             and "tensor" in it.axes)]
     return tuple(items)
 
 

@@ -97,6 +97,9 @@ class TransformerConfig:
     norms_per_layer (RMSNorm/LayerNorm vectors per layer; Gemma-2 has 4), norm_bias (LayerNorm
     with a bias), linear_bias (biases on every projection, GPT-style), pos_emb_len (rows of a
     learned absolute position embedding, 0 = RoPE), final_norm (a norm before the unembedding).
+    parallel_block: attention and MLP read the same normalised input and their outputs are
+    added (PaLM, GPT-J): the same parameters and FLOPs, but under tensor parallelism one
+    gather of the input and one reduction of the summed output per layer instead of two each.
     """
 
     d_model: int
@@ -122,6 +125,7 @@ class TransformerConfig:
     linear_bias: bool = False
     pos_emb_len: int = 0
     final_norm: bool = True
+    parallel_block: bool = False
     source: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -131,7 +135,8 @@ class TransformerConfig:
         for nm in ("n_shared_experts", "n_dense_layers", "q_lora_rank", "kv_lora_rank",
                    "rope_head_dim", "norms_per_layer", "pos_emb_len"):
             _check_int(nm, getattr(self, nm), 0)
-        for nm in ("gated_mlp", "tied_embeddings", "norm_bias", "linear_bias", "final_norm"):
+        for nm in ("gated_mlp", "tied_embeddings", "norm_bias", "linear_bias", "final_norm",
+                   "parallel_block"):
             _check_bool(nm, getattr(self, nm))
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")

@@ -591,8 +591,8 @@ class OwnRoofline:
 
     ``spread``: the largest/smallest of each parameter when each repeat is fitted on its own
     (how far the calibration moves from run to run on this machine); ``repeat_noise``: the
-    median |t₁/t₂ − 1| of the same shape timed in two repeats: no model can be scored closer
-    than the machine repeats itself."""
+    median |t₁/t₂ − 1| of the same shape timed in the first two repeats: no model can be scored
+    closer than the machine repeats itself."""
 
     B: np.ndarray
     D: np.ndarray
@@ -646,13 +646,15 @@ def own_roofline_split(shapes=OWN_ROOFLINE_SHAPES):
     return out
 
 
-def own_roofline(sweep, shapes=OWN_ROOFLINE_SHAPES, *, dtype: str = "f32", repeats: int = 2,
-                 n_iter: int = 7) -> OwnRoofline:
+def own_roofline(sweep, shapes=OWN_ROOFLINE_SHAPES, *, dtype: str = "f32", repeats: int = 3,
+                 n_iter: int = 15) -> OwnRoofline:
     """Chapter 1's calibration on the reader's own device. ``sweep(Bs, D, F, dtype=, n_iter=)``
     times X[B,D]·W[D,F] and returns dicts with 't' (``scaling_lib.xla.measure.matmul_sweep``;
     passed in so that this module needs no JAX; called with ``stat='min'``: the fastest of
     ``n_iter`` calls). Every group is timed ``repeats`` times, interleaved; each point keeps
-    its fastest time; ``fit_cpu_roofline`` fits peak, bandwidth,
+    its fastest time (3 × 15 calls by default: on a shared machine more samples of the
+    fastest time steady the fit, and they cost little: compiling each shape once dominates the
+    sweep's time); ``fit_cpu_roofline`` fits peak, bandwidth,
     a fixed overhead and the overlap on the calibration half of ``own_roofline_split``."""
     repeats = int(repeats)
     if repeats < 1:

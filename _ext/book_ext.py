@@ -1,7 +1,8 @@
 """Sphinx hooks for the book's website (see ../shared/TOOLCHAIN.md and review/website-review.md).
 
 Each hook says which review item it serves. Sibling modules: ``book_exercises`` (answers hidden
-until asked for, exercise titles) and ``book_assets`` (icons, lazy images, precompressed files).
+until asked for, exercise titles), ``book_assets`` (icons, lazy images, precompressed files) and
+``book_search`` (the Chinese search index in linear time).
 """
 from __future__ import annotations
 
@@ -231,6 +232,7 @@ class AsidesToMargin(SphinxPostTransform):
 def setup(app):
     app.setup_extension("book_exercises")
     app.setup_extension("book_assets")
+    app.setup_extension("book_search")
     app.add_js_file("book.js", loading_method="defer")
     app.connect("config-inited", _abs_search_dict)
     app.add_post_transform(HideTestHarness)

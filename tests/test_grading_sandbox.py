@@ -114,7 +114,11 @@ def test_ctrl_c_keeps_the_sheet_and_leaves_no_process(tmp_path):
     out = tmp_path / "scores.csv"
     proc = subprocess.Popen([sys.executable, "-m", "scaling_lib.grading", "grade", str(subs), "--out", str(out),
                              "--jobs", "1", "--timeout-cell", "100", "--timeout-notebook", "100"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+                            # a teacher's terminal: Ctrl-C is not ignored. A test run started in the
+                            # background (`cmd &`, nohup) inherits SIGINT ignored, and Python then
+                            # never raises KeyboardInterrupt: restore the default in the grader
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.monotonic()
     while time.monotonic() - t0 < 300:   # generous: a loaded CI machine starts kernels slowly
         if out.exists() and "a_01_roofline" in out.read_text(encoding="utf-8-sig") and ",完成," in \

@@ -19,13 +19,26 @@ book: venv fonts assets
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo; echo "网站已生成 / site built: $(CURDIR)/_build/html/index.html"
 
-## make test: unit + property tests, notebooks (nbval), student copies, grader, book build, browser
+## make test: unit + property tests, notebooks (nbval), student copies, grader, book build, browser.
+## The site stage (the book build, then chromium, which mostly waits on pages) runs beside the unit
+## tests and nbval, on the CPU they leave idle; its output goes to _build/test-site.log and is
+## printed when both are done. Any failure fails the target; Ctrl-C stops both.
+UNIT_TESTS := $(PY) -m pytest -q -n $(JOBS) tests --ignore=tests/test_site.py --ignore=tests/test_browser.py
+NBVAL_ALL := $(PY) -m pytest -q -n $(JOBS) --dist loadscope $(NBVAL) --ignore=exercises/student chapters exercises appendix
+SITE_TESTS := $(PY) -m pytest -q tests/test_site.py tests/test_browser.py
+SITE_LOG := _build/test-site.log
 test: venv fonts assets chromium bubblewrap
 	@$(PY) tools/versions.py
-	$(PY) -m pytest -q -n $(JOBS) tests --ignore=tests/test_site.py --ignore=tests/test_browser.py
-	$(PY) tools/nbtool.py check
-	$(PY) -m pytest -q -n $(JOBS) --dist loadscope $(NBVAL) --ignore=exercises/student chapters exercises appendix
-	$(PY) -m pytest -q tests/test_site.py tests/test_browser.py
+	@mkdir -p _build; echo "$(SITE_TESTS) > $(SITE_LOG) 2>&1 &"; \
+	setsid $(SITE_TESTS) > $(SITE_LOG) 2>&1 & site=$$!; \
+	trap 'kill -TERM -- -$$site 2>/dev/null; exit 130' INT TERM; \
+	echo "$(UNIT_TESTS)" && $(UNIT_TESTS) && \
+	echo "$(PY) tools/nbtool.py check" && $(PY) tools/nbtool.py check && \
+	echo "$(NBVAL_ALL)" && $(NBVAL_ALL); rc=$$?; \
+	echo "waiting for the site stage ($(SITE_LOG))"; wait $$site; site_rc=$$?; \
+	echo "== $(SITE_TESTS)"; cat $(SITE_LOG); \
+	if [ $$rc -ne 0 ] || [ $$site_rc -ne 0 ]; then \
+	  echo "make test FAILED: unit tests/check/nbval exit $$rc, site stage exit $$site_rc"; exit 1; fi
 
 venv: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml

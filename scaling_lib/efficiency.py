@@ -732,6 +732,17 @@ def _layer_gemms(sh, tokens, tp):
     return g
 
 
+def _tp_collective_phases(strategy, parallel_block: bool) -> int:
+    """Latency-paying phases of one layer's tensor-parallel activation collectives (forward and
+    backward), read from ``strategy.layer_comms``: an AllGather or a ReduceScatter is one ring
+    pass, an AllReduce two. 8 for a sequential block with or without sequence parallelism
+    (4 AG/RS or 2 AR each way), 4 for a parallel block."""
+    from .strategy import layer_comms
+    items = layer_comms(3 if strategy.zero == 3 else 1, strategy.sp, parallel_block)
+    return sum(_KIND_STEPS[it.kind] for it in items
+               if it.operand == "act" and "tensor" in it.axes)
+
+
 def training_forecast(result, model=None, par=None, comm_sms: int = 0) -> TrainingForecast:
     """Forecast of one training step from ``step.evaluate``'s ``StepResult`` (the bound):
 
@@ -817,8 +828,8 @@ def training_forecast(result, model=None, par=None, comm_sms: int = 0) -> Traini
             exposed += tf
         else:
             hidden += tf
-    if s.tp > 1:           # per layer, per microbatch: 4 TP collectives forward, 4 backward
-        n_coll = (4 if sh.parallel else 8) * L_s * mb     # a parallel block shares them: 2 + 2
+    if s.tp > 1:           # per layer, per microbatch: the TP collectives of the sharding table
+        n_coll = _tp_collective_phases(s, sh.parallel) * L_s * mb
         if chip.family == "gpu" and s.tp > gpn:
             t_lat = n_coll * par["nic.latency_s"]
         elif chip.family == "gpu":

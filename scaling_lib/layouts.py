@@ -52,6 +52,7 @@ class PublishedLayout:
 
     def evaluate(self, **kw) -> step.StepResult:
         pb, ob, gb = self.state_bytes
+        kw.setdefault("whole_sequences", True)        # a real run: whole sequences per shard
         return step.evaluate(self.strategy, self.cfg, self.system, self.batch_tokens,
                              self.seq_len, param_bytes=pb, opt_bytes=ob, grad_bytes=gb, **kw)
 
@@ -102,8 +103,7 @@ LAYOUTS = MappingProxyType({
         "interleaving depth not published: 4 virtual stages assumed; microbatch = 1 sequence; "
         "selective recomputation assumed; MFU counts 6 FLOPs per parameter, embedding included "
         "(the paper's 3.8e25 = 6 × 405.85e9 × 15.6e12)",
-        plan_options=dict(whole_sequences=True,
-                          microbatches=(16,), remats=("selective",), zeros=(2,),
+        plan_options=dict(microbatches=(16,), remats=("selective",), zeros=(2,),
                           schedules=("interleaved",), virtual_stages=(4,), uneven_stages=True,
                           order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
         flops_convention="all_params"),
@@ -115,8 +115,7 @@ LAYOUTS = MappingProxyType({
                  order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
         16 * 2**20, 131072, {"mfu": 0.38, "tflops_per_gpu": 380}, _LLAMA_SRC,
         "as the 8K layout; Meta's CP all-gathers K and V (cp_kind='allgather')",
-        plan_options=dict(whole_sequences=True,
-                          microbatches=(16,), remats=("selective",), zeros=(2,), cps=(16,),
+        plan_options=dict(microbatches=(16,), remats=("selective",), zeros=(2,), cps=(16,),
                           schedules=("interleaved",), virtual_stages=(4,), uneven_stages=True,
                           order=("tensor", "context", "expert", "pipe", "fsdp", "data")),
         flops_convention="all_params"),
@@ -134,8 +133,7 @@ LAYOUTS = MappingProxyType({
         "4K; 180K H800 GPU-hours per trillion tokens",
         "microbatch = 1 sequence (120 per rank) assumed; 61 layers split as evenly as possible "
         "(13 stages of 4, 3 of 3); MTP module left out; selective recomputation",
-        plan_options=dict(whole_sequences=True,
-                          microbatches=(120,), remats=("selective",), zeros=(1,),
+        plan_options=dict(microbatches=(120,), remats=("selective",), zeros=(1,),
                           schedules=("dualpipe",), uneven_stages=True, precision="fp8",
                           ep_node_limit=4)),
     "megatron-1t": PublishedLayout(
@@ -152,8 +150,7 @@ LAYOUTS = MappingProxyType({
         "2 virtual stages assumed; microbatch = 1 sequence (512 per replica); mixed-precision "
         "Adam with fp32 gradients (2 + 12 + 4 bytes per parameter)",
         state_bytes=(2.0, 12.0, 4.0),
-        plan_options=dict(whole_sequences=True,
-                          microbatches=(512,), remats=("full",), zeros=(3,),
+        plan_options=dict(microbatches=(512,), remats=("full",), zeros=(3,),
                           schedules=("interleaved",), virtual_stages=(2,))),
     "palm-540b": PublishedLayout(
         "palm-540b", "PaLM 540B，6,144 颗 TPU v4（两个 Pod）", "PaLM-540B",
@@ -167,8 +164,7 @@ LAYOUTS = MappingProxyType({
         "v4 DCN per host not published: 2.5e10 B/s per host of 4 chips assumed (catalogue); "
         "full recomputation: the paper's HFU/MFU = 57.8/46.2 = 1.25 means about 3/4 of the "
         "forward pass is recomputed, nearer 'full' (4/3) than 'selective' (about 1)",
-        plan_options=dict(whole_sequences=True,
-                          microbatches=(1,), remats=("full",), zeros=(3,))),
+        plan_options=dict(microbatches=(1,), remats=("full",), zeros=(3,))),
 })
 
 
@@ -206,13 +202,15 @@ def compare(key) -> dict:
 def plan_contains(key, top: int = 1_000_000) -> dict:
     """Run ``plan`` over the space ``plan_options`` describes and find the published layout in
     it: the candidate with its degrees must be feasible and priced exactly as ``evaluate``
-    prices the layout. Returns the plan, the matching result and its rank."""
+    prices the layout. The space holds only layouts a real run can use: every data shard and
+    microbatch takes whole sequences (``step.plan(whole_sequences=True)``). Returns the plan,
+    the matching result and its rank."""
     lay = get(key)
     check_int("top", top)
     pb, ob, gb = lay.state_bytes
     res = step.plan(lay.cfg, lay.system, lay.batch_tokens, lay.seq_len, top=top,
                     distinct=False, raise_if_none=False, param_bytes=pb, opt_bytes=ob,
-                    grad_bytes=gb, **lay.plan_options)
+                    grad_bytes=gb, whole_sequences=True, **lay.plan_options)
     s = lay.strategy
     want = (s.dp, s.fsdp, s.tp, s.pp, s.ep, s.cp, s.microbatches, s.remat, s.zero, s.schedule,
             s.virtual_stages)

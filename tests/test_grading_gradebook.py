@@ -331,6 +331,29 @@ def test_default_jobs_is_cores_minus_one_within_memory(monkeypatch):
     assert _batch.default_jobs(2048) == 1
 
 
+def test_progress_bar_on_a_terminal_and_one_line_per_submission_elsewhere(monkeypatch, capsys):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Tty()
+    monkeypatch.setattr("sys.stderr", term)
+    bar = _report.Progress(4, enabled=True, quiet=False)
+    for _ in range(3):
+        bar.step(_result("bob"))
+    bar.close()
+    last = term.getvalue().split("\r")[-1]
+    assert last.startswith("批改中 [" + "#" * 18 + "." * 6 + "] 3/4") and "预计还要" in last
+    assert capsys.readouterr().out == ""
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # a log file: no bar, one line per submission
+    bar = _report.Progress(2, enabled=True, quiet=False)
+    bar.step(_result("bob"))
+    assert capsys.readouterr().out.startswith("[1/2] 已评分 bob_01_roofline.ipynb：17/18（完成，")
+    quiet = _report.Progress(2, enabled=True, quiet=True)
+    quiet.step(_result("bob"))
+    assert capsys.readouterr().out == ""
+
+
 # ---- per-student variants of the notebooks -------------------------------------------------------
 
 @pytest.mark.parametrize("chapter", [1, 3])

@@ -557,7 +557,7 @@ def run(folder: Path, extra_args=()) -> dict:
         for line in (folder / "time-v.txt").read_text().splitlines():
             k, _, v = line.strip().rpartition(": ")
             tv[k] = v
-    rows = json.loads(sheet.with_suffix(".json").read_text(encoding="utf-8"))["results"] if rc == 0 else []
+    rows = json.loads(sheet.with_suffix(".json").read_text(encoding="utf-8"))["submissions"] if sheet.with_suffix(".json").exists() else []
     import csv
     import io
     csv_rows = list(csv.reader(io.StringIO(sheet_bytes.decode("utf-8-sig")))) if sheet_bytes else []

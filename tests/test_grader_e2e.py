@@ -198,6 +198,15 @@ def test_attacks_earn_nothing(run, name):
     assert s["max"] == MAX[1]
 
 
+def test_no_submission_stops_or_kills_another(run):
+    """Every notebook ran to its end: the killer (SIGKILL to every kernel and runner it can see, for
+    25 s, while the next submissions run beside it: jobs=2) sees none outside its own PID namespace,
+    and no FIFO, link, memory bomb or flood of output stopped anything."""
+    for name, e in run["expected"].items():
+        if not e["kind"].startswith("invalid"):
+            assert run["results"][name]["status"] == "完成", (name, run["results"][name]["notes"])
+
+
 @needs_sandbox
 def test_no_attack_changed_the_grader_the_key_or_the_sheet(run):
     assert run["sources_same"], "a submission rewrote the grader's files or the reference notebooks"

@@ -275,6 +275,9 @@ LIMIT_SUBS = {
     "monkey": [MONKEYPATCH],
     "raises": ["raise RuntimeError('oops')\ni_crit_ici = 10222.2  # check('1.2', i_crit_ici)", "two_chip_bound = 'B'"],
     "treehog": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)", TREE_HOG, "two_chip_bound = 'B'"],
+    "bigfile": ["i_crit_ici = 10222.2  # check('1.2', i_crit_ici)",
+                "import os\nwith open(os.path.join(os.environ.get('TMPDIR', '/tmp'), 'big'), 'wb') as f:\n"
+                "    for _ in range(100):\n        f.write(b'x' * (1 << 20))", "two_chip_bound = 'B'"],
 }
 TREE_MEMORY = "memory" in ISO.controllers and ISO.cgroup is not None
 
@@ -308,7 +311,8 @@ def _pts(s):
 def test_notebook_time_limit_keeps_what_was_read(limits):
     s = limits["results"]["slow"]
     assert s["status"] == "超时" and _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 0
-    assert any("时间上限" in n for n in s["notes"])
+    said = [n for n in s["notes"] if "时间上限" in n]  # once, at the first cell that did not finish
+    assert len(said) == 1 and said[0].startswith("超过整本 notebook 的时间上限（30 秒）：第 "), said
 
 
 def test_kernel_death_keeps_earlier_answers(limits):
@@ -330,6 +334,12 @@ def test_memory_limit_covers_the_whole_process_tree(limits):
     assert any("超出了内存上限（1024 MB）" in n for n in s["notes"]), s["notes"]
     assert s["peak_mb"] is not None and s["peak_mb"] <= 1024 + 1, s["peak_mb"]
     assert _pts(s)["1.2"] == 1 and s["max"] == MAX[1]
+
+
+def test_file_size_limit_is_an_error_in_that_cell_only(limits):
+    s = limits["results"]["bigfile"]  # 100 MB > the 64 MB RLIMIT_FSIZE of every process of the sandbox
+    assert "第 2 个（OSError）" in "；".join(s["notes"]), s["notes"]
+    assert _pts(s)["1.2"] == 1 and _pts(s)["1.5b"] == 1 and s["status"] == "完成"
 
 
 def test_endless_loop_costs_its_cell_only(limits):

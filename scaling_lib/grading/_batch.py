@@ -562,8 +562,9 @@ class _Grader:
             elif kind == "cell_error":
                 errors.append((cell, _clean_text(ev.get("ename", "Error"), 40)))
             elif kind == "notebook_timeout":
+                if status != STATUS_TIMEOUT:  # said once, at the first cell that did not finish
+                    res.notes.append(f"超过整本 notebook 的时间上限（{self.timeout_notebook:g} 秒）：第 {cell} 个单元起没有运行完")
                 status = STATUS_TIMEOUT
-                res.notes.append(f"超过整本 notebook 的时间上限（{self.timeout_notebook:g} 秒）：第 {cell} 个单元起没有运行完")
             elif kind == "stuck":
                 status = STATUS_TIMEOUT
                 res.notes.append(f"第 {cell} 个单元超时且无法中断，后面的单元没有运行")

@@ -14,7 +14,8 @@ Per-student numbers (``params``, see scaling_lib.exercises): the FFN of 7.2, the
 7.4b, the big batch of 7.5, the 7B model's F (7.6-7.9c: its size, hence the balance point and the
 batches that fit), the prefill length of 7.8, the batch of 7.9c, 7.10, 7.11/7.11b and 7.17, the F
 of 7.12 and 7.20b, the request of 7.13, the context of 7.15 and 7.17, the chip count of 7.16 and the
-acceptance rate of 7.21. Chips (v6e), links and the fixed models of the section stay the book's.
+acceptance rates of 7.21 and 7.21b. Chips (v6e), links and the section's fixed models stay the
+book's.
 """
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ N16 = {"n16": Param(16, (2, 4, 8, 32, 64, 128, 256))}
 RUN17 = {"B17": Param(32, (8, 12, 24, 48, 64)), "S17": Param(8192, (2048, 4096, 6144, 12288))}
 F20 = {"F20": Param(14336, (8192, 9216, 10240, 11008, 12288, 22528, 26624, 28672))}
 A21 = {"a21": Param(0.7, (0.65, 0.68, 0.75, 0.78, 0.8, 0.85, 0.9, 0.95))}
+# 7.21b: the cost per token crosses 1 target step near a = 0.2; every value is > 12% from it
+# (a <= 0.1: not worth it, B; a >= 0.35: still worth a little, A)
+A21B = {"a21b": Param(0.3, (0.05, 0.1, 0.35, 0.4, 0.45, 0.5))}
 
 
 def _m7(F7=14336):
@@ -157,9 +161,23 @@ def _p721(a21=0.7, g=5):
             float(inf.spec_decode_time_per_token(a21, g, 0.05, 1.0))]
 
 
-def _p721b_choice():
-    t = float(inf.spec_decode_time_per_token(0.3, 5, 0.05, 1.0))
-    return "A" if t < 1 else "B"
+def _t721b(a21b=0.3):
+    return float(inf.spec_decode_time_per_token(a21b, 5, 0.05, 1.0))
+
+
+def _p721b_choice(a21b=0.3):
+    return "A" if _t721b(a21b) < 1 else "B"
+
+
+def _why721b(letter):
+    def f(a21b):
+        t = _t721b(a21b)
+        if letter == "A":
+            return (f"接受率 {a21b} 时每次验证平均只产出约 {float(inf.spec_decode_expected_tokens(a21b, 5)):.2f} 个 "
+                    f"token，每个 token 约 {t:.2f} 个目标步，比 1 多：5 个草稿的成本没赚回来，比不用还慢。")
+        return (f"每次验证至少产出 1 个 token，草稿又很便宜：接受率 {a21b} 时每个 token 约 {t:.2f} 个目标步，"
+                "仍比 1 少。")
+    return f
 
 
 def _rint(rng, lo, hi):
@@ -387,8 +405,10 @@ EXERCISES = [
                          lambda a21: (lambda e: [e, (5 * 0.05 + 1) / e])((1 - a21 ** 5) / (1 - a21)))),
              explain=lambda a21: (lambda r: f"每次目标前向平均产出约 {r[0]:.1f} 个 token，"
                                             f"每个 token 约 {r[1]:.2f} 个目标步。")(_p721(a21))),
-    Exercise("7.21b", "low_accept", "choice", _p721b_choice, choices=("A", "B", "C"),
-             why={"B": "每次验证至少产出 1 个 token，草稿又很便宜：接受率 0.3 时每个 token 约 0.88 个目标步，仍比 1 少。",
+    Exercise("7.21b", "low_accept", "choice", _p721b_choice, choices=("A", "B", "C"), params=A21B,
+             why={"A": _why721b("A"), "B": _why721b("B"),
                   "C": "接受率低了，每次验证产出的 token 变少，收益只会变小。"},
-             explain="接受率 0.3 时收益很小但还在：草稿只要 5% 的成本。"),
+             explain=lambda a21b: (f"接受率 {a21b} 时收益很小但还在：草稿只要 5% 的成本。" if _t721b(a21b) < 1 else
+                                   f"接受率 {a21b} 时每个 token 要约 {_t721b(a21b):.2f} 个目标步：草稿几乎全被拒，"
+                                   "白白多花了猜的成本。")),
 ]

@@ -17,13 +17,21 @@ the choice items ask which resource binds and why, with feedback for every wrong
 
 Expected values are computed from scaling_lib (hardware, chip_internals, topology, collectives,
 gpu_parallel, roofline); hand-computed answers are pinned in tests/test_exercises.py (PINS).
+
+Per-student numbers (``params``, see scaling_lib.exercises): the task sizes of 12.4 (the two
+batches, one memory-bound and one compute-bound), 12.7 (the vector length), 12.9 (registers per
+thread), 12.12 and 12.17 (the gathered arrays), 12.20, 12.21 and 12.24 (the bytes moved), 12.26
+(the GPU counts), 12.29 (the MoE's E and k), 12.30 (the number of nodes), 12.35 (GPUs) and
+12.38b (GPUs and MFU). Chips, nodes, links and the SuperPOD's shape stay fixed:
+they are what the chapter teaches. The questions whose numbers are tied together by a stated
+layout (tensor x pipeline x data = GPUs) or a named model keep the book's numbers.
 """
 from __future__ import annotations
 
 import math
 
 from .. import chip_internals as ci, collectives as C, gpu_parallel as gp, hardware, roofline, topology
-from . import Alt, Exercise, Slip
+from . import Alt, Exercise, Param, Slip
 
 H100 = "H100"
 W_GPU, W_NODE = 4.5e11, 4e11              # H100 NVLink per GPU / DGX H100 node egress, one way
@@ -72,6 +80,32 @@ def _mm_mem(B):
     return float(roofline.matmul_time(B, 8192, 16384, "B200", x="f16", w="f16", out="f16").t_comms)
 
 
+# ---- per-student numbers ----------------------------------------------------------------------
+# 12.4: Bm stays well below B200's critical intensity (~281): below ~140, so that reading fp16 as 1 byte still
+# leaves it memory-bound; Bc well above it
+MM4 = {"Bm4": Param(128, (32, 48, 64, 80, 96, 112)), "Bc4": Param(768, (512, 640, 896, 1280, 1536, 2048))}
+VEC7 = {"n7": Param(28, (24, 25, 26, 27, 29, 30, 31))}            # N = 2^n7
+# 12.9: no value divides 2048, so rounding up and down give different warp counts
+REG9 = {"r9": Param(80, (40, 48, 52, 60, 76, 100, 152, 200))}
+AG12 = {"D12": Param(6144, (3072, 5120, 7168, 10240)),
+        "F12": Param(24576, (12288, 20480, 28672, 36864), "24{,}576")}
+AG17 = {"B17": Param(2048, (896, 1152, 1408, 1664, 2560)),
+        "F17": Param(12288, (7168, 9216, 14336, 18432), "12{,}288")}
+SU20 = {"B20": Param(2e9, (1e9, 1.5e9, 2.5e9, 3e9, 4e9, 5e9, 6e9))}
+SHARP21 = {"B21": Param(2e9, (5e8, 1e9, 1.5e9, 2.5e9, 3e9, 4e9, 8e9))}
+V24 = {"V24": Param(1.5e9, (5e8, 8e8, 1e9, 2e9, 2.5e9, 3e9, 4e9))}
+# 12.26: the first N stays below 50, so forgetting (N - 1)/N (a ratio of 2) is off by more than 2%
+N26 = {"Na26": Param(24, (6, 10, 12, 14, 18, 20, 22, 28, 32, 36, 40)), "Nb26": Param(72, (64, 144, 256))}
+MOE29 = {"E29": Param(160, (64, 112, 144, 256)), "k29": Param(6, (3, 4, 7))}
+# 12.30: X = 2 would make (X - 1)/X equal 1/X; X <= 16 keeps (X - 1)/X more than 3% below 1
+X30 = {"X30": Param(4, (3, 5, 6, 8, 10, 12, 16))}
+# 12.35: GPU counts that split into 7 data-parallel ways of whole 8-GPU nodes
+DS35 = {"G35": Param(7168, (3584, 4480, 5376, 6272, 8064, 8960, 10752, 12544))}
+# 12.38b: every product GPUs x MFU differs
+TR38 = {"G38": Param(16384, (6144, 10240, 12288, 20480, 28672), "16,384"),
+        "M38": Param(40, (35, 45, 50, 55))}
+
+
 # ---- P1: chip ---------------------------------------------------------------------------------
 
 def _p11():
@@ -90,8 +124,8 @@ def _p15(kib=1024):
     return [m["smem"] * s, (m["smem"] + m["registers"] + m["tmem"]) * s]
 
 
-def _p17(bytes_per_elem=4, n_io=3):
-    n = 2 ** 28
+def _p17(bytes_per_elem=4, n_io=3, n7=28):
+    n = 2 ** n7
     t = float(ci.elementwise_time(n, "B200", bytes_per_elem=bytes_per_elem, n_inputs=n_io - 1,
                                   clock_hz=1.9e9))
     return [1 / (bytes_per_elem * n_io), t]
@@ -139,8 +173,6 @@ def _ragged_sampler(rng):
     return {"k": int(rng.integers(1, 9)), "z": int(2 ** rng.integers(1, 9))}
 
 
-V17 = 2 * 2048 * 12288                   # 12.17: bf16[2048, 12288]
-V12 = 2 * 6144 * 24576                   # 12.12: bf16[6144, 24576]
 
 
 def _ag(V, topo, **kw):
@@ -175,8 +207,8 @@ def _mega_thr(node="DGX A100", per="nodes"):
     return [a, a / 16, a / 64]
 
 
-def _p62b(flops="bf16", mfu=0.4, k=6):
-    return float(gp.train_time_seconds(P405, 15e12, 16384, hardware.peak_flops(H100, flops), mfu)) * k / 6
+def _p62b(flops="bf16", mfu=0.4, k=6, gpus=16384):
+    return float(gp.train_time_seconds(P405, 15e12, gpus, hardware.peak_flops(H100, flops), mfu)) * k / 6
 
 
 def _p71(w_nic=1e11, chip="GB200"):
@@ -222,17 +254,19 @@ EXERCISES = [
                   "C": "HBM 变快正是门槛降低的原因：H200 的门槛约 206，B = 250 已经超过，计算受限。",
                   "D": "方向反了：带宽 W 在分母上，HBM 越快门槛越低，不是越高。"},
              explain="同样的 Tensor Core、更快的 HBM：H200 的门槛约 206，H100 约 295，B = 250 正好夹在中间。"),
-    Exercise("12.4", "t_mm", "numbers", lambda: [_mm(128), _mm(768)], rtol=0.05, unit="秒",
-             labels=("B = 128", "B = 768"),
-             slips=(Slip("只算了 T_math：B = 128 时读 268 MB 的权重比算还慢，Roofline 时间取两者中较大的。",
-                         lambda: [_mm_math(128), _mm_math(768)]),
+    Exercise("12.4", "t_mm", "numbers", lambda Bm4, Bc4: [_mm(Bm4), _mm(Bc4)], rtol=0.05, unit="秒",
+             labels=("小批次", "大批次"), params=MM4,
+             slips=(Slip("只算了 T_math：小批次时读 268 MB 的权重比算还慢，Roofline 时间取两者中较大的。",
+                         lambda Bm4, Bc4: [_mm_math(Bm4), _mm_math(Bc4)]),
                     Slip("把 T_math 和 T_comms 加起来了：Roofline 假设两者完全重叠，取较大的那个。",
-                         lambda: [_mm_math(128) + _mm_mem(128), _mm_math(768) + _mm_mem(768)]),
+                         lambda Bm4, Bc4: [_mm_math(Bm4) + _mm_mem(Bm4), _mm_math(Bc4) + _mm_mem(Bc4)]),
                     Slip("用了 H100 的数：这道题在 B200 上（2.25e15 FLOPs/s、8e12 B/s）。",
-                         lambda: [_mm(128, H100), _mm(768, H100)]),
+                         lambda Bm4, Bc4: [_mm(Bm4, H100), _mm(Bc4, H100)]),
                     Slip("每个元素按 1 字节算了：fp16 是 2 字节。",
-                         lambda: [max(_mm_math(128), _mm_mem(128) / 2), max(_mm_math(768), _mm_mem(768) / 2)])),
-             explain="B = 128 时内存受限（读权重约 34 µs），B = 768 时计算受限（约 92 µs）。"),
+                         lambda Bm4, Bc4: [max(_mm_math(Bm4), _mm_mem(Bm4) / 2),
+                                           max(_mm_math(Bc4), _mm_mem(Bc4) / 2)])),
+             explain=lambda Bm4, Bc4: (f"B = {Bm4} 时内存受限（读权重约 {_mm(Bm4) * 1e6:.0f} µs），"
+                                       f"B = {Bc4} 时计算受限（约 {_mm(Bc4) * 1e6:.0f} µs）。")),
     Exercise("12.4b", "mm_bound", "choice", **_choice(
         "B",
         A="B200 的算力虽大，B = 128 的强度只有约 125 FLOPs/字节，低于它的临界强度 281：搬权重比算慢。",
@@ -254,15 +288,16 @@ EXERCISES = [
                     Slip("用了 H100 的 16,896 个 CUDA 核心：B200 有 148 × 128 = 18,944 个。",
                          lambda: 80e12 / (2 * ci.cuda_cores(H100)))),
              explain="约 2.1 GHz：要靠液冷才跑得住。"),
-    Exercise("12.7", "vec_add", "numbers", _p17, rtol=0.05, unit="FLOPs/字节、秒",
-             labels=("算术强度", "时间"),
+    Exercise("12.7", "vec_add", "numbers", lambda n7: _p17(n7=n7), rtol=0.05, unit="FLOPs/字节、秒",
+             labels=("算术强度", "时间"), params=VEC7,
              slips=(Slip("漏了写回结果：读两个、写一个，每个元素 12 字节，不是 8 字节。",
-                         lambda: _p17(n_io=2)),
+                         lambda n7: _p17(n_io=2, n7=n7)),
                     Slip("按 bf16 的 2 字节算了：题目是 fp32，每个数 4 字节。",
-                         lambda: _p17(bytes_per_elem=2)),
+                         lambda n7: _p17(bytes_per_elem=2, n7=n7)),
                     Slip("按 H100 的 HBM（3.35e12 B/s）算了：这道题在 B200 上，HBM 是 8e12 B/s。",
-                         lambda: [1 / 12, 12 * 2 ** 28 / 3.35e12])),
-             explain="强度 1/12 远低于向量单元的临界强度（只有几 FLOPs/字节）：逐元素运算永远带宽受限，B200 上约 0.4 ms。"),
+                         lambda n7: [1 / 12, 12 * 2 ** n7 / 3.35e12])),
+             explain=lambda n7: ("强度 1/12 远低于向量单元的临界强度（只有几 FLOPs/字节）：逐元素运算永远带宽受限，"
+                                 f"B200 上约 {_p17(n7=n7)[1] * 1e6:.3g} µs。")),
     Exercise("12.7b", "add_bound", "choice", **_choice(
         "C",
         A="向量单元每秒能做约 4e13 次加法，2^28 次只要约 7 µs，远比搬 3.2 GB 的 0.4 ms 快：算力不是瓶颈。",
@@ -278,12 +313,14 @@ EXERCISES = [
                     Slip("用了基础频率 1.11 GHz：题目说按加速频率 2.52 GHz 算。",
                          lambda: _p18(clock="base"))),
              explain="L40S 每个 Tensor Core 每周期约 256 FLOPs，只有 H100 的约四分之一。"),
-    Exercise("12.9", "warps", "number", lambda: ci.resident_warps(80), rtol=0.0, unit="个 warp",
+    Exercise("12.9", "warps", "number", lambda r9: ci.resident_warps(r9), rtol=0.0, unit="个 warp", params=REG9,
              slips=(Slip("向上取整了：放不下一个完整 warp 的寄存器就不能驻留，要向下取整。",
-                         lambda: math.ceil(65536 / (32 * 80))),
-                    Slip("忘了一个 warp 有 32 个线程：65536 / 80 是线程数，还要除以 32；而且每个 SM 最多 64 个 warp。",
-                         lambda: min(64, 65536 // 80))),
-             explain="每线程 80 个寄存器时能驻留 25 个 warp，不到上限 64 的五分之二。"),
+                         lambda r9: math.ceil(65536 / (32 * r9))),
+                    Slip("忘了一个 warp 有 32 个线程：65536 除以每线程寄存器数是线程数，还要除以 32；"
+                         "而且每个 SM 最多 64 个 warp。",
+                         lambda r9: min(64, 65536 // r9))),
+             explain=lambda r9: (f"每线程 {r9} 个寄存器时能驻留 {ci.resident_warps(r9)} 个 warp，"
+                                 f"是上限 64 的 {ci.resident_warps(r9) / 64:.0%}。")),
     Exercise("12.9b", "warps_cost", "choice", **_choice(
         "A",
         B="Tensor Core 的峰值不看驻留了几个 warp：一个 warpgroup 就能喂满一个 SM 的 Tensor Core。",
@@ -314,14 +351,17 @@ EXERCISES = [
                          lambda: 2 * topology.get("b200-node").bisection_bw)),
              explain="4 颗 GPU × 900 GB/s × 2 个方向 = 7.2 TB/s，是 H100 节点的两倍。"),
     Exercise("12.12", "t_ag", "numbers",
-             lambda: [_ag(V12, "h100-node"), V12 / W_GPU], rtol=0.03, unit="秒", labels=("精确", "粗估"),
+             lambda D12, F12: [_ag(2 * D12 * F12, "h100-node"), 2 * D12 * F12 / W_GPU], rtol=0.03, unit="秒",
+             labels=("精确", "粗估"), params=AG12,
              slips=(Slip("结果少了一半：要么用了双向带宽 900 GB/s（AllGather 按每个方向 450 GB/s 算），要么把 bf16 按每元素 1 字节算了（是 2 字节）。",
-                         lambda: [_ag(V12, "h100-node") / 2, V12 / (2 * W_GPU)]),
+                         lambda D12, F12: [_ag(2 * D12 * F12, "h100-node") / 2, D12 * F12 / W_GPU]),
                     Slip("粗估除了 N：原书旧版的 B/(NW) 后来改正为 B/W（每颗 GPU 要收进 7/8 的数组）。",
-                         lambda: [_ag(V12, "h100-node"), V12 / (8 * W_GPU)]),
+                         lambda D12, F12: [_ag(2 * D12 * F12, "h100-node"), 2 * D12 * F12 / (8 * W_GPU)]),
                     Slip("两项对调了：精确值 B(N−1)/(NW) 比粗估 B/W 小，精确值在前。",
-                         lambda: [V12 / W_GPU, _ag(V12, "h100-node")])),
-             explain="数组 302 MB：精确约 0.59 ms，粗估约 0.67 ms。"),
+                         lambda D12, F12: [2 * D12 * F12 / W_GPU, _ag(2 * D12 * F12, "h100-node")])),
+             explain=lambda D12, F12: (f"数组 {2 * D12 * F12 / 1e6:.0f} MB：精确约 "
+                                       f"{_ag(2 * D12 * F12, 'h100-node') * 1e3:.2g} ms，"
+                                       f"粗估约 {2 * D12 * F12 / W_GPU * 1e3:.2g} ms。")),
     # ---- P3: beyond the node -------------------------------------------------------------------
     Exercise("12.13", "fat_tree", "numbers",
              lambda: [_tree().levels[1].cable_bw, 9 * 64 * 5e10, _tree().bisection_bandwidth(both_directions=False)],
@@ -362,14 +402,17 @@ EXERCISES = [
         D="三层的有效带宽差很多（1.03 TB/s、417 GB/s、14.4 TB/s），取最小的那层，不是平均。"),
         explain="多层 AllGather 的时间由有效带宽最小的那层决定：叶层约 417 GB/s。"),
     # ---- P4: collectives -----------------------------------------------------------------------
-    Exercise("12.17", "t_ag_small", "number", lambda: _ag(V17, "b200-node"), rtol=0.05, unit="秒",
+    Exercise("12.17", "t_ag_small", "number", lambda B17, F17: _ag(2 * B17 * F17, "b200-node"), rtol=0.05,
+             unit="秒", params=AG17,
              slips=(Slip("用了粗估 B/W：题目要精确式 B(N−1)/(NW)，粗估偏大 1/7。",
-                         lambda: V17 / 9e11),
+                         lambda B17, F17: 2 * B17 * F17 / 9e11),
                     Slip("用了 H100 的 450 GB/s：DGX B200 每 GPU 是 900 GB/s。",
-                         lambda: _ag(V17, "h100-node")),
+                         lambda B17, F17: _ag(2 * B17 * F17, "h100-node")),
                     Slip("数组按每元素 1 字节算了：bf16 是 2 字节。",
-                         lambda: _ag(V17, "b200-node") / 2)),
-             explain="数组 50 MB，精确约 49 µs（粗估 B/W 是 56 µs）。"),
+                         lambda B17, F17: _ag(2 * B17 * F17, "b200-node") / 2)),
+             explain=lambda B17, F17: (f"数组 {2 * B17 * F17 / 1e6:.0f} MB，精确约 "
+                                       f"{_ag(2 * B17 * F17, 'b200-node') * 1e6:.0f} µs"
+                                       f"（粗估 B/W 是 {2 * B17 * F17 / 9e11 * 1e6:.0f} µs）。")),
     Exercise("12.18", "a2a_time", "function", _a2a_ref, rtol=0.01, sampler=_a2a_sampler, unit="秒",
              edge_cases=({"V": 1e9, "N": 1, "W": 4.5e11}, {"V": 1e9, "N": 2, "W": 4.5e11},
                          {"V": 1e9, "N": 8, "W": 4.5e11}),
@@ -395,19 +438,21 @@ EXERCISES = [
         B="Y ≤ 8 时内层轴在节点内，每个节点仍要经叶层收进 31/32 的数组，字节没有减少；延迟是微秒级，解释不了毫秒级的时间。",
         D="叶交换机能同时转发所有端口，不会“排队”；时间不变是因为每个节点经叶层收的字节数不变。"),
         explain="Y ≤ 8 只让节点内一层便宜了，而瓶颈是叶层：每节点仍要经 400 GB/s 收进 31/32 的数组。"),
-    Exercise("12.20", "su_times", "numbers", _p420, rtol=0.03, unit="秒", labels=("节点交换机", "叶层"),
+    Exercise("12.20", "su_times", "numbers", lambda B20: _p420(B20), rtol=0.03, unit="秒",
+             labels=("节点交换机", "叶层"), params=SU20,
              slips=(Slip("叶层漏了 (M−1)/M：叶交换机发出的是 B(M−1) 字节，分给 M 个节点。",
-                         lambda: [_p420()[0], 2e9 / W_NODE]),
+                         lambda B20: [_p420(B20)[0], B20 / W_NODE]),
                     Slip("节点交换机只算了一条 GPU 链路：NB 字节分在 N 条 450 GB/s 的链路上，T = B/450e9。",
-                         lambda: [8 * _p420()[0], _p420()[1]])),
-             explain="节点交换机约 4.44 ms，叶层约 4.79 ms：叶层略慢。"),
-    Exercise("12.21", "sharp_bytes", "numbers", _p45, rtol=0.03, unit="字节、字节、秒",
-             labels=("交换机收到", "交换机发出", "时间"),
+                         lambda B20: [8 * _p420(B20)[0], _p420(B20)[1]])),
+             explain=lambda B20: ("节点交换机约 {:.3g} ms，叶层约 {:.3g} ms：叶层略慢。"
+                                  .format(*[t * 1e3 for t in _p420(B20)]))),
+    Exercise("12.21", "sharp_bytes", "numbers", lambda B21: _p45(B21), rtol=0.03, unit="字节、字节、秒",
+             labels=("交换机收到", "交换机发出", "时间"), params=SHARP21,
              slips=(Slip("只算了前两个阶段（归约）：后两个阶段（发归约好的分片、组播）也走交换机，进出各再加 B(N−1) 或 B。",
-                         lambda: [2e9 * 7, 2e9, _p45()[2]]),
+                         lambda B21: [B21 * 7, B21, _p45(B21)[2]]),
                     Slip("时间用了环形 AllReduce 的 2B(N−1)/(NW)：有 SHARP 时每条链路每个方向只走 B 字节，T = B/W。",
-                         lambda: _p45()[:2] + [2 * 2e9 * 7 / (8 * W_GPU)])),
-             explain="进出各 BN，每条 GPU 链路每个方向正好 B：T = B/W ≈ 4.4 ms。"),
+                         lambda B21: _p45(B21)[:2] + [2 * B21 * 7 / (8 * W_GPU)])),
+             explain=lambda B21: (f"进出各 BN，每条 GPU 链路每个方向正好 B：T = B/W ≈ {_p45(B21)[2] * 1e3:.3g} ms。")),
     Exercise("12.22", "sharp_sharded", "function", _sharp_sharded_ref, rtol=0.01,
              sampler=_sharp_sampler, unit="秒",
              edge_cases=({"D": 4096, "F": 16384, "Y": 1}, {"D": 4096, "F": 16384, "Y": 4}),
@@ -425,14 +470,15 @@ EXERCISES = [
                     Slip("按全部 4 个 SU 的 51.2 TB/s 算了：每个 SU 都要把自己的 2DF 字节送到脊层，走的是它自己的 12.8 TB/s。",
                          lambda: _DF / 51.2e12)),
              explain="按正文的 12.8 TB/s 每 SU 算，约 42 µs。"),
-    Exercise("12.24", "t_2node", "number", lambda: _p48(), rtol=0.03, unit="秒",
-             slips=(Slip("取了节点内那一层：B200 的 NVLink 翻倍到 900 GB/s，节点内只要约 1.46 ms，跨节点那层更慢。",
-                         lambda: 1.5e9 * 7 / (8 * 9e11)),
+    Exercise("12.24", "t_2node", "number", lambda V24: _p48(V24), rtol=0.03, unit="秒", params=V24,
+             slips=(Slip("取了节点内那一层：B200 的 NVLink 翻倍到 900 GB/s，节点内比跨节点那层快。",
+                         lambda V24: V24 * 7 / (8 * 9e11)),
                     Slip("把两层加起来了：两层同时进行，取较大者。",
-                         lambda: 1.5e9 * 7 / (8 * 9e11) + 1.5e9 / (2 * W_NODE)),
+                         lambda V24: V24 * 7 / (8 * 9e11) + V24 / (2 * W_NODE)),
                     Slip("用了 H100 的 450 GB/s：这道题是两个 DGX B200 节点。",
-                         lambda: _p48(node="DGX H100"))),
-             explain="节点层约 1.46 ms，跨节点约 1.88 ms：换成 B200 后跨节点那层成了瓶颈。"),
+                         lambda V24: _p48(V24, node="DGX H100"))),
+             explain=lambda V24: (f"节点层约 {V24 * 7 / (8 * 9e11) * 1e3:.3g} ms，跨节点约 "
+                                  f"{V24 / (2 * W_NODE) * 1e3:.3g} ms：换成 B200 后跨节点那层成了瓶颈。")),
     Exercise("12.24b", "two_node_bound", "choice", **_choice(
         "B",
         A="H100 上节点内那层（514 GB/s）确实是瓶颈；B200 的 NVLink 翻倍，节点内有效带宽约 1.03 TB/s，已经快过跨节点的 800 GB/s。",
@@ -452,15 +498,17 @@ EXERCISES = [
         C="延迟在大数组时可以忽略；AllToAll 慢是因为跨节点的字节全都挤过节点出口。",
         D="SHARP 做的是归约（求和），AllToAll 没有要归约的数据，SHARP 帮不上也不是原因。"),
         explain="AllGather 可以先在节点内收齐再跨节点，AllToAll 每个字节都有自己的目的地，没有可以合并的部分。"),
-    Exercise("12.26", "sharp", "numbers", lambda: [float(C.sharp_speedup(24)), float(C.sharp_speedup(72))],
-             rtol=0.02, unit="倍", labels=("N = 24", "N = 72"),
+    Exercise("12.26", "sharp", "numbers",
+             lambda Na26, Nb26: [float(C.sharp_speedup(Na26)), float(C.sharp_speedup(Nb26))],
+             rtol=0.02, unit="倍", labels=("较少的 GPU", "较多的 GPU"), params=N26,
              slips=(Slip("漏了 (N−1)/N：环形 AllReduce 是 2B(N−1)/(NW)，SHARP 是 B/W，比值 2(N−1)/N。",
-                         lambda: [2.0, 2.0]),
+                         lambda Na26, Nb26: [2.0, 2.0]),
                     Slip("倒过来了：题目问 SHARP 比环形快几倍，应大于 1。",
-                         lambda: [1 / float(C.sharp_speedup(24)), 1 / float(C.sharp_speedup(72))]),
+                         lambda Na26, Nb26: [1 / float(C.sharp_speedup(Na26)), 1 / float(C.sharp_speedup(Nb26))]),
                     Slip("用了 AllGather 的 (N−1)/N：环形 AllReduce 是 ReduceScatter 加 AllGather，字节数是两倍。",
-                         lambda: [23 / 24, 71 / 72])),
-             explain="N 越大越接近 2 倍：24 颗 GPU 约 1.92 倍，72 颗约 1.97 倍。"),
+                         lambda Na26, Nb26: [(Na26 - 1) / Na26, (Nb26 - 1) / Nb26])),
+             explain=lambda Na26, Nb26: (f"N 越大越接近 2 倍：{Na26} 颗 GPU 约 {float(C.sharp_speedup(Na26)):.3g} 倍，"
+                                         f"{Nb26} 颗约 {float(C.sharp_speedup(Nb26)):.3g} 倍。")),
     # ---- P5: LLM rooflines ---------------------------------------------------------------------
     Exercise("12.27", "dp_thr", "numbers",
              lambda: [gp.dp_critical_batch_per_gpu("DGX A100", cross_node=False),
@@ -480,30 +528,33 @@ EXERCISES = [
                     Slip("LLaMA-3 用了节点内的门槛 C/W_GPU：16,000 颗 GPU 的数据并行跨节点，按出口 C/W_node 算。",
                          lambda: [gp.dp_critical_batch_per_gpu(cross_node=False) * 16000, _p52()[1]])),
              explain="两者都远小于 DeepSeek 实际的 6300 万 token。"),
-    Exercise("12.29", "moe_thr", "number", lambda: gp.dp_critical_batch_per_gpu(n_experts=160, top_k=6),
-             rtol=0.03, unit="token/GPU",
+    Exercise("12.29", "moe_thr", "number",
+             lambda E29, k29: gp.dp_critical_batch_per_gpu(n_experts=E29, top_k=k29),
+             rtol=0.03, unit="token/GPU", params=MOE29,
              slips=(Slip("乘反了：门槛要乘 E/k（每个 token 只用 k/E 的权重，却要同步全部梯度），不是 k/E。",
-                         lambda: gp.dp_critical_batch_per_gpu() * 6 / 160),
+                         lambda E29, k29: gp.dp_critical_batch_per_gpu() * k29 / E29),
                     Slip("漏了 MoE 的倍数 E/k：稠密模型的门槛才是 C/W_node。",
-                         lambda: gp.dp_critical_batch_per_gpu()),
+                         lambda E29, k29: gp.dp_critical_batch_per_gpu()),
                     Slip("只乘了 E、没有除以 k：每个 token 用 k 个专家，倍数是 E/k。",
-                         lambda: gp.dp_critical_batch_per_gpu() * 160)),
-             explain="E/k = 26.7，门槛约 66,000 个 token/GPU。"),
+                         lambda E29, k29: gp.dp_critical_batch_per_gpu() * E29)),
+             explain=lambda E29, k29: (f"E/k = {E29 / k29:.3g}，门槛约 "
+                                       f"{gp.dp_critical_batch_per_gpu(n_experts=E29, top_k=k29):,.0f} 个 token/GPU。")),
     Exercise("12.29b", "moe_why", "choice", **_choice(
         "A",
         B="门槛比的是计算和梯度同步，不含 AllToAll；E/k 来自每个 token 只用到 k/E 的权重。",
         C="专家的权重和稠密层的一样，每个字节传输的代价没有变；变的是每个 token 的 FLOPs。",
         D="E/k 让门槛变大不是变小：每个 token 的计算少了，而要同步的梯度还是全部专家的。"),
         explain="计算按 k/E 缩小，梯度同步不变：要 E/k 倍的 token 才能摊平通信。"),
-    Exercise("12.30", "dp2_thr", "number", lambda: gp.dp_critical_batch_per_gpu("DGX A100", n_nodes=4),
-             rtol=0.03, unit="token/GPU",
-             slips=(Slip("漏了 (X−1)/X：只在 4 个节点之间做时，每个节点只需送出 3/4 的梯度。",
-                         lambda: gp.dp_critical_batch_per_gpu("DGX A100")),
-                    Slip("乘的是 1/X：跨节点流量是 (X−1)/X = 3/4，不是 1/4。",
-                         lambda: gp.dp_critical_batch_per_gpu("DGX A100") / 4),
+    Exercise("12.30", "dp2_thr", "number", lambda X30: gp.dp_critical_batch_per_gpu("DGX A100", n_nodes=X30),
+             rtol=0.03, unit="token/GPU", params=X30,
+             slips=(Slip("漏了 (X−1)/X：只在 X 个节点之间做时，每个节点只需送出 (X−1)/X 的梯度。",
+                         lambda X30: gp.dp_critical_batch_per_gpu("DGX A100")),
+                    Slip("乘的是 1/X：跨节点流量是 (X−1)/X，不是 1/X。",
+                         lambda X30: gp.dp_critical_batch_per_gpu("DGX A100") / X30),
                     Slip("用了 H100 节点的 C/W_node：这道题是 DGX A100（3.1e14、200 GB/s）。",
-                         lambda: gp.dp_critical_batch_per_gpu(n_nodes=4))),
-             explain="1550 × 3/4 ≈ 1163。"),
+                         lambda X30: gp.dp_critical_batch_per_gpu(n_nodes=X30))),
+             explain=lambda X30: (f"1550 × {X30 - 1}/{X30} ≈ "
+                                  f"{gp.dp_critical_batch_per_gpu('DGX A100', n_nodes=X30):.0f}。")),
     Exercise("12.31", "tp_max", "numbers",
              lambda: [float(gp.tp_max_degree(F405)), F405 / gp.node_type("DGX H100").alpha_node],
              rtol=0.03, unit="路", labels=("节点内", "跨节点"),
@@ -537,15 +588,16 @@ EXERCISES = [
                     Slip("α 用了节点内的 C/W_GPU：跨节点的专家并行看的是出口，α = C/W_node。",
                          lambda: 8 * B200N.alpha_gpu)),
              explain="45,000：B200 算力涨了、出口没涨，专家并行跨节点更难。"),
-    Exercise("12.35", "deepseek", "numbers", lambda: [62914560 / 7168, 7 / (7 - 1)], rtol=0.03,
-             unit="token/GPU、倍", labels=("每 GPU token", "有效带宽倍数"),
+    Exercise("12.35", "deepseek", "numbers", lambda G35: [62914560 / G35, 7 / 6], rtol=0.03,
+             unit="token/GPU、倍", labels=("每 GPU token", "有效带宽倍数"), params=DS35,
              slips=(Slip("漏了序列长度：每批 15,360 条序列，每条 4096 个 token。",
-                         lambda: [15360 / 7168, 7 / 6]),
+                         lambda G35: [15360 / G35, 7 / 6]),
                     Slip("倍数乘反了：跨节点流量是 (X−1)/X，有效带宽是它的倒数 X/(X−1)。",
-                         lambda: [62914560 / 7168, 6 / 7]),
-                    Slip("用了原来的 2048 颗 GPU、2 路：这道题是 7168 颗、数据并行 7 路。",
-                         lambda: [62914560 / 2048, 2.0])),
-             explain="每 GPU 约 8777 个 token，有效带宽是 7/6 ≈ 1.17 倍：数据并行的路数越多，这点好处越小。"),
+                         lambda G35: [62914560 / G35, 6 / 7]),
+                    Slip("用了原来的 2048 颗 GPU、2 路：这道题的 GPU 数是题目给的，数据并行 7 路。",
+                         lambda G35: [62914560 / 2048, 2.0])),
+             explain=lambda G35: (f"每 GPU 约 {62914560 / G35:.0f} 个 token，有效带宽是 7/6 ≈ 1.17 倍："
+                                  "数据并行的路数越多，这点好处越小。")),
     Exercise("12.36", "llama", "numbers",
              lambda: [16 * 2 ** 20 / 24576, float(gp.mp_spanned_threshold(8 * 6))], rtol=0.03,
              unit="token/GPU", labels=("每 GPU token", "跨节点门槛"),
@@ -590,14 +642,16 @@ EXERCISES = [
                     Slip("把 80 GB 当成了 80 GiB：H100 的 HBM 是 80e9 字节。",
                          lambda: [P405 * 10, math.ceil(P405 * 10 / (80 * 2 ** 30))])),
              explain="4.05 TB，至少 51 颗 80 GB 的 H100：七个节点。"),
-    Exercise("12.38b", "t_train", "number", lambda: _p62b(), rtol=0.03, unit="秒",
+    Exercise("12.38b", "t_train", "number", lambda G38, M38: _p62b(mfu=M38 / 100, gpus=G38), rtol=0.03, unit="秒",
+             params=TR38,
              slips=(Slip("用了 2PT：训练是前向 2PT 加反向 4PT，共 6PT。",
-                         lambda: _p62b(k=2)),
-                    Slip("没有乘 MFU：实际只跑到峰值的 40%。",
-                         lambda: _p62b(mfu=1.0)),
+                         lambda G38, M38: _p62b(k=2, mfu=M38 / 100, gpus=G38)),
+                    Slip("没有乘 MFU：实际只跑到峰值的 MFU 那么多。",
+                         lambda G38, M38: _p62b(mfu=1.0, gpus=G38)),
                     Slip("用了 fp8 的算力：这次训练按 bf16 峰值 9.89e14 算。",
-                         lambda: _p62b(flops="fp8"))),
-             explain="约 5.6e6 秒，也就是 65 天。"),
+                         lambda G38, M38: _p62b(flops="fp8", mfu=M38 / 100, gpus=G38))),
+             explain=lambda G38, M38: (f"约 {_p62b(mfu=M38 / 100, gpus=G38):.2g} 秒，也就是 "
+                                       f"{_p62b(mfu=M38 / 100, gpus=G38) / 86400:.0f} 天。")),
     Exercise("12.38c", "thr_pp4", "number", lambda: float(gp.mp_spanned_threshold(8 * 4)), rtol=0.03,
              unit="token/GPU",
              slips=(Slip("除以了模型并行的 GPU 数（32）：一个副本跨 4 个节点，按节点数除。",

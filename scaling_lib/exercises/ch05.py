@@ -12,13 +12,15 @@ Expected values are computed from scaling_lib (training, models, hardware); the 
 answers are pinned in tests/test_exercises.py.
 
 Per-student numbers (``params``, see scaling_lib.exercises): the batches of 5.2, 5.3b-5.3e, 5.4,
-5.7, 5.8, 5.14-5.14c, the tokens and the number of pods of 5.8 and 5.14e, the FFN widths of
-5.9 and 5.12b/5.13, the expert width of 5.19 and the pipeline of 5.20. The chip (v4p, its α, HBM,
+5.7, 5.8, 5.11, 5.14-5.14c, the training tokens of 5.8 and 5.14e, the number of pods of 5.14e/5.14f,
+the FFN widths of 5.9/5.9b and 5.12b/5.13, the expert width of 5.19 and the pipeline of 5.20. The chip (v4p, its α, HBM,
 pod and DCN), the 7B model of 5.1-5.4 and the worked slices stay fixed: they are what the chapter
 teaches. The grids keep the book's method valid (pure FSDP stays communication-bound in 5.3c and
-5.4b, the FSDP + TP split stays X = 1024, Y = 4 in 5.14b/c, 16-way TP stays over F/α in 5.9b, the
-experts stay communication-bound in 5.19), keep X_opt away from a power of two (the accepted
-power of two must fail the tolerance) and leave out the chapter's own numbers.
+5.4b, X = 1024, Y = 4 stays compute-bound in 5.14c, 16-way TP stays over F/α in 5.9b, the experts stay
+communication-bound in 5.19), keep X_opt away from a power of two (the accepted power of two must
+fail the tolerance), leave out the chapter's own numbers, and space the values so that a
+classmate's answer (or the book's) fails the tolerance: in the grids below, a copied answer
+passes for at most 1 student in 7 (5.14b), mostly 1 in 8 or fewer.
 """
 from __future__ import annotations
 
@@ -42,8 +44,11 @@ P7 = M7.params()
 
 # ---- per-student numbers ----------------------------------------------------------------------------
 B2 = {"B2": Param(1.6e7, (6e6, 8e6, 1.2e7, 1.4e7, 1.8e7, 2.2e7, 2.4e7, 2.8e7))}
-# 3.4e6 / 4096 = 830 stays well under α/3 ≈ 1019 (5.3c); X_opt stays in 1120-1400 (power of two 1024)
-B3 = {"B3": Param(3e6, (2.2e6, 2.4e6, 2.5e6, 2.6e6, 2.8e6, 3.2e6, 3.3e6, 3.4e6))}
+# (square-root answers: sizes at least 12% apart, so that two students' X_opt differ by more than the
+# 5% tolerance, and stay 12% away from the book's number)
+# B3 / 4096 stays well under α/3 ≈ 1019 (5.3c); X_opt stays in 545-693 or 1090-1394, where the power of
+# two below it is also the nearest one (512 or 1024) and lies outside the tolerance
+B3 = {"B3": Param(3e6, (5.2e5, 5.9e5, 6.6e5, 7.4e5, 8.4e5, 2.08e6, 2.35e6, 2.62e6, 3.4e6))}
 # B4a / 4096 stays under α/3 (4096 chips are communication-bound, 5.4b); B4b / 4096 stays over it
 B4A = {"B4a": Param(1e6, (6e5, 7e5, 8e5, 9e5, 1.2e6, 1.4e6, 1.5e6))}
 B4B = {"B4b": Param(1e7, (6e6, 8e6, 1.2e7, 1.4e7, 2e7))}
@@ -52,13 +57,21 @@ RUN8 = {"B8": Param(1.6e7, (8e6, 1.2e7, 2e7, 2.4e7, 2.8e7)),
         "T8": Param(15e12, (1e13, 1.2e13, 1.8e13, 2.1e13))}
 # F/α stays in 8.4-12.7: 8-way TP is the power of two below it, 16-way stays well over it (5.9b)
 F9 = {"F9": Param(28672, (25600, 26624, 27648, 30720, 32768, 34816, 36864, 38912))}
-B11 = {"B11": Param(96000, (80000, 84000, 88000, 100000, 136000, 144000, 160000, 176000, 192000))}
+# X_opt = sqrt(B/F·2·128) in 17-21, 25-27, 34-42 or 51-58: the nearest power of two (16, 32 or 64, nearest
+# both on a log and on a linear scale) lies outside the tolerance
+B11 = {"B11": Param(96000, (34000, 40000, 46000, 71000, 79000, 134000, 154000, 175000, 198000, 292000,
+                            333000, 377000))}
 F12 = {"F12": Param(28672, (16384, 20480, 24576, 32768, 36864, 40960, 49152, 57344))}
 B14 = {"B14": Param(2e6, (1.2e6, 1.4e6, 1.8e6, 2.2e6, 2.4e6, 2.6e6, 2.8e6, 3.2e6))}
-# X_opt = sqrt(B/F·2·4096) stays in 1095-1395: X = 1024, Y = 4 is still the split of 5.14c
-B14B = {"B14b": Param(5e6, (4.2e6, 4.4e6, 4.6e6, 4.8e6, 5.4e6, 5.6e6, 6e6, 6.4e6))}
+# X_opt = sqrt(B/F·2·4096) stays in 1082-1844 (never 1380-1530, where the v5p-pod slip √2·X_opt would
+# land on the accepted 2048): the power of two below (1024) and the nearest one (1024 or
+# 2048) are both accepted and lie outside the tolerance
+B14B = {"B14b": Param(5e6, (4.1e6, 5.8e6, 6.5e6, 8.4e6, 9.4e6, 1.06e7, 1.19e7))}
+# 5.14c's own batch (the ratio flattens out at large B, so its grid is denser at small B): X = 1024, Y = 4
+# stays compute-bound (ratio 0.59-0.92), two batches give ratios at least 3.5% apart
+B14C = {"B14c": Param(5e6, (3.2e6, 3.6e6, 4.1e6, 4.6e6, 5.5e6, 6.2e6, 7e6, 8e6, 9.5e6))}
 PODS = {"pods": Param(10, (4, 5, 6, 8, 12, 16, 20))}
-T14 = {"T14": Param(15e12, (1e13, 1.2e13, 1.8e13, 2.1e13))}
+T14 = {"T14": Param(15e12, (1.05e13, 1.3e13, 1.7e13, 1.95e13))}
 # 4F_e/(8α) stays at or under 0.67: the 8 experts stay communication-bound (5.19c)
 FE = {"Fe": Param(2048, (1024, 1280, 1536, 1792, 2560, 3072, 3584, 4096))}
 # M_a > M_b always (5.20b goes from M_b to M_a micro-batches)
@@ -138,8 +151,8 @@ def _p510_choice():
     return "B" if same else "A"
 
 
-def _p514c(m_x=2, B14b=5e6):
-    t = tr.fsdp_tp_layer_times(B14b, 8192, F70, 1024, 4, V4P, m_x=m_x, m_y=1)
+def _p514c(m_x=2, B14c=5e6):
+    t = tr.fsdp_tp_layer_times(B14c, 8192, F70, 1024, 4, V4P, m_x=m_x, m_y=1)
     return t["t_comms"] / t["t_math"]
 
 
@@ -161,6 +174,15 @@ def _pow2(rng, lo, hi):
 
 def _pow2_below(x):
     return float(2 ** math.floor(math.log2(x)))
+
+
+def _pow2_nearest(x):
+    return float(2 ** round(math.log2(x)))
+
+
+def _pow2_other(x):
+    """The nearest power of two when it is not the one below (NaN: no second alternative)."""
+    return _pow2_nearest(x) if _pow2_nearest(x) != _pow2_below(x) else float("nan")
 
 
 def _layer_bytes(kind, B, D, F, x, y):
@@ -264,7 +286,9 @@ EXERCISES = [
                     Slip("用了 D 而不是 F：X_opt = √((B/F)(M_X/M_Y)N)。",
                          lambda B3: math.sqrt(B3 / D7 * 2 * POD)),
                     Slip("忘了开平方。", lambda B3: B3 / F7 * 2 * POD)),
-             explain=lambda B3: f"X_opt ≈ {tr.optimal_fsdp(B3, POD, F7):.0f}：取 X = 1024、Y = 4。"),
+             explain=lambda B3: (f"X_opt ≈ {tr.optimal_fsdp(B3, POD, F7):.0f}：取 X = "
+                                 f"{_pow2_below(tr.optimal_fsdp(B3, POD, F7)):.0f}、"
+                                 f"Y = {POD / _pow2_below(tr.optimal_fsdp(B3, POD, F7)):.0f}。")),
     Exercise("5.4", "step_times", "numbers", _p54, rtol=0.05, unit="[秒, 秒, 秒]", params={**B4A, **B4B},
              labels=("(1) FSDP 通信", "(2) 1024 颗的计算", "(3) 大批次的计算"),
              slips=(Slip("(1) 三个轴一起收集，带宽是 3·W_ici：每步的 FSDP 通信约 3·2P/(3W_ici)。",
@@ -370,17 +394,21 @@ EXERCISES = [
     Exercise("5.14b", "x_opt_pod", "number", lambda B14b: tr.optimal_fsdp(B14b, POD, F70), rtol=0.05, unit="路",
              params=B14B,
              accept=(Alt(lambda B14b: _pow2_below(tr.optimal_fsdp(B14b, POD, F70)),
-                         "取 2 的幂也对：X = 1024、Y = 4 正好铺满 4096 颗芯片。"),),
+                         "取 2 的幂也对：X = 1024、Y = 4 正好铺满 4096 颗芯片。"),
+                     Alt(lambda B14b: _pow2_other(tr.optimal_fsdp(B14b, POD, F70)),
+                         "取最近的 2 的幂也对：X = 2048、Y = 2 也正好铺满 4096 颗芯片。")),
              slips=(Slip("M_X/M_Y 写反了：FSDP 用两个轴（M_X = 2），TP 用一个（M_Y = 1）。",
                          lambda B14b: math.sqrt(B14b / F70 * 0.5 * POD)),
                     Slip("用了 v5p Pod 的 8192 颗：v4p 的 Pod 是 4096 颗。",
                          lambda B14b: math.sqrt(B14b / F70 * 2 * 8192))),
-             explain=lambda B14b: f"约 {tr.optimal_fsdp(B14b, POD, F70):.0f}，取 X = 1024、Y = 4。"),
-    Exercise("5.14c", "comms_over_math", "number", lambda B14b: _p514c(B14b=B14b), rtol=0.03, unit="（比值）",
-             params=B14B,
-             slips=(Slip("FSDP 项是 F/(Y·M_X)：FSDP 用两个轴，M_X = 2。", lambda B14b: _p514c(m_x=1, B14b=B14b)),
-                    Slip("比值倒过来了：题目要通信时间 ÷ 计算时间。", lambda B14b: 1 / _p514c(B14b=B14b))),
-             explain=lambda B14b: (f"约 {_p514c(B14b=B14b):.2f}：相加模型下通信也比计算少，计算受限。")),
+             explain=lambda B14b: (f"约 {tr.optimal_fsdp(B14b, POD, F70):.0f}，取 X = 1024、Y = 4"
+                                   + ("（或 X = 2048、Y = 2）" if _pow2_nearest(tr.optimal_fsdp(B14b, POD, F70)) > 1024
+                                      else "") + "。")),
+    Exercise("5.14c", "comms_over_math", "number", lambda B14c: _p514c(B14c=B14c), rtol=0.03, unit="（比值）",
+             params=B14C,
+             slips=(Slip("FSDP 项是 F/(Y·M_X)：FSDP 用两个轴，M_X = 2。", lambda B14c: _p514c(m_x=1, B14c=B14c)),
+                    Slip("比值倒过来了：题目要通信时间 ÷ 计算时间。", lambda B14c: 1 / _p514c(B14c=B14c))),
+             explain=lambda B14c: (f"约 {_p514c(B14c=B14c):.2f}：相加模型下通信也比计算少，计算受限。")),
     Exercise("5.14d", "dcn_tokens", "number", lambda: tr.dcn_min_tokens_per_pod(V4P), rtol=0.03, unit="token/Pod",
              slips=(Slip("每台主机有 4 颗芯片：主机的 2.5e10 B/s 要分给 4 颗，每颗 6.25e9 B/s。",
                          lambda: C / V4P.dcn_bw_per_host),

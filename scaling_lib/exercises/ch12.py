@@ -81,9 +81,12 @@ def _mm_mem(B):
 
 
 # ---- per-student numbers ----------------------------------------------------------------------
+# 12.3b: the matmul's intensity (~0.96 B) stays > 5% above H200's threshold (206) and B > 5% below
+# H100's (295), so A stays the answer with a margin
+B3B = {"B3b": Param(250, (230, 240, 255, 260, 270))}
 # 12.4: Bm stays well below B200's critical intensity (~281): below ~140, so that reading fp16 as 1 byte still
 # leaves it memory-bound; Bc well above it
-MM4 = {"Bm4": Param(128, (32, 48, 64, 80, 96, 112)), "Bc4": Param(768, (512, 640, 896, 1280, 1536, 2048))}
+MM4 = {"Bm4": Param(128, (72, 80, 88, 96, 104, 112, 120)), "Bc4": Param(768, (512, 640, 896, 1280, 1536, 2048))}
 VEC7 = {"n7": Param(28, (24, 25, 26, 27, 29, 30, 31))}            # N = 2^n7
 # 12.9: no value divides 2048, so rounding up and down give different warp counts
 REG9 = {"r9": Param(80, (40, 48, 52, 60, 76, 100, 152, 200))}
@@ -101,6 +104,11 @@ MOE29 = {"E29": Param(160, (64, 112, 144, 256)), "k29": Param(6, (3, 4, 7))}
 X30 = {"X30": Param(4, (3, 5, 6, 8, 10, 12, 16))}
 # 12.35: GPU counts that split into 7 data-parallel ways of whole 8-GPU nodes
 DS35 = {"G35": Param(7168, (3584, 4480, 5376, 6272, 8064, 8960, 10752, 12544))}
+DF23 = {"D23": Param(8192, (2048, 4096, 6144, 12288, 16384)), "F23": Param(32768, (8192, 16384, 24576, 49152))}
+# 12.28: LLaMA-3's GPUs stay <= 24,000, so its batch stays below DeepSeek's real 63M tokens
+GPUS28 = {"G28a": Param(16000, (4000, 6000, 8000, 10000, 12000, 20000, 24000), "16,000"),
+          "G28b": Param(2048, (512, 1024, 1536, 3072, 4096))}
+SEQ39 = {"S39": Param(4096, (1024, 2560, 5120, 7168, 8192, 12288, 16384))}
 # 12.38b: every product GPUs x MFU differs
 TR38 = {"G38": Param(16384, (6144, 10240, 12288, 20480, 28672), "16,384"),
         "M38": Param(40, (35, 45, 50, 55))}
@@ -194,9 +202,9 @@ def _p48(V=1.5e9, node="DGX B200"):
 
 # ---- P5-P7: LLM rooflines -------------------------------------------------------------------
 
-def _p52():
-    llama = gp.dp_critical_batch_per_gpu() * 16000
-    ds = gp.dp_critical_batch_per_gpu("H800", include_node_level=True) * 2048
+def _p52(G28a=16000, G28b=2048):
+    llama = gp.dp_critical_batch_per_gpu() * G28a
+    ds = gp.dp_critical_batch_per_gpu("H800", include_node_level=True) * G28b
     return [llama, ds]
 
 
@@ -249,11 +257,12 @@ EXERCISES = [
                          lambda: [hardware.critical_intensity("H100", "fp8"),
                                   hardware.critical_intensity("A100", "int8")])),
              explain="低精度运算让门槛翻倍；H200 的 HBM 更快，fp8 门槛约 412，低于 H100 的约 591。"),
-    Exercise("12.3b", "h200_bound", "choice", lambda: "A", choices=("A", "B", "C", "D"),
-             why={"B": "门槛是 C / W_hbm，不只看 Tensor Core：H200 的 HBM 更快，门槛更低，H100 的门槛约 295，B = 250 还不到。",
-                  "C": "HBM 变快正是门槛降低的原因：H200 的门槛约 206，B = 250 已经超过，计算受限。",
+    Exercise("12.3b", "h200_bound", "choice", lambda B3b: "A", choices=("A", "B", "C", "D"), params=B3B,
+             why={"B": lambda B3b: ("门槛是 C / W_hbm，不只看 Tensor Core：H200 的 HBM 更快，门槛更低，"
+                                    f"H100 的门槛约 295，B = {B3b} 还不到。"),
+                  "C": lambda B3b: f"HBM 变快正是门槛降低的原因：H200 的门槛约 206，B = {B3b} 已经超过，计算受限。",
                   "D": "方向反了：带宽 W 在分母上，HBM 越快门槛越低，不是越高。"},
-             explain="同样的 Tensor Core、更快的 HBM：H200 的门槛约 206，H100 约 295，B = 250 正好夹在中间。"),
+             explain=lambda B3b: f"同样的 Tensor Core、更快的 HBM：H200 的门槛约 206，H100 约 295，B = {B3b} 正好夹在中间。"),
     Exercise("12.4", "t_mm", "numbers", lambda Bm4, Bc4: [_mm(Bm4), _mm(Bc4)], rtol=0.05, unit="秒",
              labels=("小批次", "大批次"), params=MM4,
              slips=(Slip("只算了 T_math：小批次时读 268 MB 的权重比算还慢，Roofline 时间取两者中较大的。",
@@ -267,12 +276,13 @@ EXERCISES = [
                                            max(_mm_math(Bc4), _mm_mem(Bc4) / 2)])),
              explain=lambda Bm4, Bc4: (f"B = {Bm4} 时内存受限（读权重约 {_mm(Bm4) * 1e6:.0f} µs），"
                                        f"B = {Bc4} 时计算受限（约 {_mm(Bc4) * 1e6:.0f} µs）。")),
-    Exercise("12.4b", "mm_bound", "choice", **_choice(
-        "B",
-        A="B200 的算力虽大，B = 128 的强度只有约 125 FLOPs/字节，低于它的临界强度 281：搬权重比算慢。",
-        C="延迟是微秒级的固定开销，这里搬 268 MB 就要约 34 µs，主导的是带宽不是延迟。",
-        D="门槛看的是 C / W_hbm ≈ 281，不是 64；B = 128 还在门槛以下。"),
-        explain="bf16/fp16 权重的矩阵乘法强度约等于 B：128 < 281，内存受限。"),
+    Exercise("12.4b", "mm_bound", "choice", lambda Bm4: "B", choices=("A", "B", "C", "D"),
+             params={"Bm4": MM4["Bm4"]},
+             why={"A": lambda Bm4: f"B200 的算力虽大，B = {Bm4} 的强度只有约 {Bm4} FLOPs/字节，低于它的临界强度 281：搬权重比算慢。",
+                  "C": lambda Bm4: (f"延迟是微秒级的固定开销，这里搬 268 MB 就要约 {_mm(Bm4) * 1e6:.0f} µs，"
+                                    "主导的是带宽不是延迟。"),
+                  "D": lambda Bm4: f"门槛看的是 C / W_hbm ≈ 281，不是 64；B = {Bm4} 还在门槛以下。"},
+             explain=lambda Bm4: f"bf16/fp16 权重的矩阵乘法强度约等于 B：{Bm4} < 281，内存受限。"),
     Exercise("12.5", "onchip", "numbers", _p15, rtol=0.01, unit="字节", labels=("SMEM", "SMEM + 寄存器 + TMEM"),
              slips=(Slip("把 256 KiB 当成了 256,000 字节：NVIDIA 写的 KB 是 KiB，1 KiB = 1024 字节（差 2.4%，超出 ±1%）。",
                          lambda: _p15(kib=1000)),
@@ -463,13 +473,15 @@ EXERCISES = [
                     Slip("用了环形 AllReduce 的 2(X−1)/X 倍：有 SHARP 时每条链路只走一遍，T = 2DF/(Y W)。",
                          lambda D, F, Y: 2 * (2 * D * F / Y) * (8 // Y - 1) / (8 // Y) / W_GPU)),
              explain="节点内的 SHARP AllReduce 随 Y 线性变快。"),
-    Exercise("12.23", "t_spine", "number", lambda: _DF / 12.8e12, rtol=0.05, unit="秒",
-             accept=(Alt(_DF / 6.4e12, "按原书附录的每 SU 6.4 TB/s 算，也接受：这一题原书本身存疑。"),),
+    Exercise("12.23", "t_spine", "number", lambda D23, F23: 2 * D23 * F23 / 12.8e12, rtol=0.05, unit="秒",
+             params=DF23,
+             accept=(Alt(lambda D23, F23: 2 * D23 * F23 / 6.4e12,
+                         "按原书附录的每 SU 6.4 TB/s 算，也接受：这一题原书本身存疑。"),),
              slips=(Slip("用了不带 SHARP 的环形 AllReduce（2 · 2DF · 3/4）：脊层有 SHARP，每个 SU 只需送出一遍 2DF。",
-                         lambda: 2 * _DF * 3 / 4 / 12.8e12),
+                         lambda D23, F23: 2 * (2 * D23 * F23) * 3 / 4 / 12.8e12),
                     Slip("按全部 4 个 SU 的 51.2 TB/s 算了：每个 SU 都要把自己的 2DF 字节送到脊层，走的是它自己的 12.8 TB/s。",
-                         lambda: _DF / 51.2e12)),
-             explain="按正文的 12.8 TB/s 每 SU 算，约 42 µs。"),
+                         lambda D23, F23: 2 * D23 * F23 / 51.2e12)),
+             explain=lambda D23, F23: f"按正文的 12.8 TB/s 每 SU 算，约 {2 * D23 * F23 / 12.8e12 * 1e6:.3g} µs。"),
     Exercise("12.24", "t_2node", "number", lambda V24: _p48(V24), rtol=0.03, unit="秒", params=V24,
              slips=(Slip("取了节点内那一层：B200 的 NVLink 翻倍到 900 GB/s，节点内比跨节点那层快。",
                          lambda V24: V24 * 7 / (8 * 9e11)),
@@ -522,11 +534,13 @@ EXERCISES = [
                          lambda: [A100N.alpha_gpu, A100N.c / 4e11])),
              explain="DGX A100 节点内约 1033，跨节点 1550：都比 H100 低，因为 A100 的算力小得多。"),
     Exercise("12.28", "batches", "numbers", _p52, rtol=0.05, unit="token", labels=("LLaMA-3", "DeepSeek-V3"),
-             accept=(Alt([2475 * 16000, 3300 * 2048], "按原书把 H800 的 NVLink 当成 300 GB/s 也接受。"),),
+             params=GPUS28,
+             accept=(Alt(lambda G28a, G28b: [2475 * G28a, 3300 * G28b], "按原书把 H800 的 NVLink 当成 300 GB/s 也接受。"),),
              slips=(Slip("DeepSeek-V3 用了出口的门槛：H800 的 NVLink（每方向 200 GB/s）比出口还慢，节点内那层才是瓶颈。",
-                         lambda: [_p52()[0], gp.dp_critical_batch_per_gpu("H800") * 2048]),
-                    Slip("LLaMA-3 用了节点内的门槛 C/W_GPU：16,000 颗 GPU 的数据并行跨节点，按出口 C/W_node 算。",
-                         lambda: [gp.dp_critical_batch_per_gpu(cross_node=False) * 16000, _p52()[1]])),
+                         lambda G28a, G28b: [_p52(G28a, G28b)[0], gp.dp_critical_batch_per_gpu("H800") * G28b]),
+                    Slip("LLaMA-3 用了节点内的门槛 C/W_GPU：它的数据并行跨节点，按出口 C/W_node 算。",
+                         lambda G28a, G28b: [gp.dp_critical_batch_per_gpu(cross_node=False) * G28a,
+                                             _p52(G28a, G28b)[1]])),
              explain="两者都远小于 DeepSeek 实际的 6300 万 token。"),
     Exercise("12.29", "moe_thr", "number",
              lambda E29, k29: gp.dp_critical_batch_per_gpu(n_experts=E29, top_k=k29),
@@ -668,13 +682,13 @@ EXERCISES = [
         D="流水线 16 路让每个副本跨 16 个节点，梯度分片从 16 个节点的网卡同时出去，门槛降到约 155；2475 是副本只占一个节点时的门槛。"),
         explain="张量 8 × 流水线 16 × 数据 128：状态 4.05 TB/128 ≈ 32 GB 放得下，门槛约 155 < 1024。"),
     Exercise("12.39", "mega_tok", "numbers",
-             lambda: [192 * 4096 / 192, 384 * 4096 / 768, 1536 * 4096 / 3072], rtol=0.0,
-             unit="token/GPU", labels=("16B", "70B", "314B"),
-             slips=(Slip("漏了序列长度 4096：每条序列是 4096 个 token。",
-                         lambda: [192 / 192, 384 / 768, 1536 / 3072]),
+             lambda S39: [192 * S39 / 192, 384 * S39 / 768, 1536 * S39 / 3072], rtol=0.0,
+             unit="token/GPU", labels=("16B", "70B", "314B"), params=SEQ39,
+             slips=(Slip("漏了序列长度：每条序列有题目给的那么多个 token。",
+                         lambda S39: [192 / 192, 384 / 768, 1536 / 3072]),
                     Slip("除以了节点数而不是 GPU 数：每节点 8 颗 GPU。",
-                         lambda: [192 * 4096 / 24, 384 * 4096 / 96, 1536 * 4096 / 384])),
-             explain="三个配置每 GPU 分别是 4096、2048、2048 个 token。"),
+                         lambda S39: [192 * S39 / 24, 384 * S39 / 96, 1536 * S39 / 384])),
+             explain=lambda S39: f"三个配置每 GPU 分别是 {S39}、{S39 // 2}、{S39 // 2} 个 token。"),
     Exercise("12.39b", "mega_thr", "numbers", _mega_thr, rtol=0.03, unit="token/GPU",
              labels=("16B", "70B", "314B"),
              slips=(Slip("用了 H100 的门槛：这道题把三个配置放到 DGX A100 上（C/W_node = 1550）。",

@@ -105,13 +105,15 @@ PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3, "i
 DESKTOP = {"viewport": {"width": 1280, "height": 900}}
 
 
-def load_page(b, url, *, device=None, throttle=None, scroll=True, until="load", timeout_ms=120000):
+def load_page(b, url, *, device=None, throttle=None, scroll=True, until="load", timeout_ms=120000,
+              listen=None):
     """Open ``url`` in a fresh context with the cache disabled; returns (page, stats).
 
     stats: ``bytes`` (what came over the wire, compressed as served, headers included), ``requests``,
     ``js_bytes`` (wire bytes of scripts), ``fcp``, ``dcl``, ``load`` (seconds; None if not reached).
     ``scroll`` scrolls to the bottom after load so lazy images are counted: the weight of the page
     a reader reads to the end. ``throttle``: a dict like PHONE_THROTTLE (CPU and network via CDP).
+    ``listen(page)`` is called before the navigation (to attach event handlers).
     """
     ctx = b.new_context(**(device or DESKTOP))
     page = ctx.new_page()
@@ -127,6 +129,8 @@ def load_page(b, url, *, device=None, throttle=None, scroll=True, until="load", 
     cdp.on("Network.responseReceived", lambda e: (kinds.__setitem__(e["requestId"], e.get("type")),
                                                   urls.__setitem__(e["requestId"], e["response"]["url"])))
     cdp.on("Network.loadingFinished", lambda e: sizes.__setitem__(e["requestId"], e["encodedDataLength"]))
+    if listen is not None:
+        listen(page)
     if until == "fcp":  # the first paint, then DOMContentLoaded if it comes within timeout_ms
         page.goto(url, wait_until="commit", timeout=timeout_ms)
         page.wait_for_function("() => performance.getEntriesByName('first-contentful-paint').length > 0",

@@ -197,3 +197,70 @@ def test_precompressed_assets_and_light_scripts(site):
         f"render-blocking scripts in <head>: {sync}"
     search = (html_dir / "search.html").read_text(encoding="utf-8")
     assert "searchindex.js" in search
+
+
+_WIDE = re.compile(r"[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
+                   r"\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+
+
+def _misaligned_blocks(text):
+    """Runs of 3+ lines laid out as columns (cells split by 2+ spaces, the same count on every line)
+    whose column edges line up by characters or by display width while the text before them holds
+    a different number of Chinese (double-width) characters from line to line: on a web page such
+    columns never line up (a CJK glyph is neither one nor exactly two monospace cells wide)."""
+    import unicodedata
+
+    def width(s):
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+
+    def cells(line):
+        return [(m.start(), m.end()) for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+    rows = [l.rstrip() for l in text.splitlines() if l.strip()]
+    out, i = [], 0
+    while i < len(rows):
+        n, j = len(cells(rows[i])), i
+        while j < len(rows) and len(cells(rows[j])) == n:
+            j += 1
+        block = rows[i:j]
+        spans = [cells(r) for r in block]
+        if n >= 2 and len(block) >= 3:
+            edges = [(k, e) for k in range(n) for e in (0, 1) if (k, e) != (0, 0)]
+            for k, e in edges:
+                pos = [s[k][e] for s in spans]
+                aligned = len(set(pos)) == 1 or len({width(r[:p]) for r, p in zip(block, pos)}) == 1
+                if aligned and len({len(_WIDE.findall(r[:p])) for r, p in zip(block, pos)}) > 1:
+                    out.append(block)
+                    break
+        i = max(j, i + 1)
+    return out
+
+
+def test_misaligned_block_detector():
+    ok = "\n".join(["dp       每设备输入   57,792 字节", "fsdp     每设备输入    7,616 字节", "tp       每设备输入   22,400 字节"])
+    assert not _misaligned_blocks(ok)
+    # what chapters 12 and 3 printed: padded by characters (Python's format), by display width
+    chars = "\n".join(f"{a:12s}{b:>10s}" for a, b in [("节点类型", "每节点 GPU"), ("DGX H100", "8"), ("GB200 NVL72", "72")])
+    assert _misaligned_blocks(chars)
+    keys = "\n".join(f"{k:<9}  {v}" for k, v in [("矩阵乘法", "A"), ("情形", "B"), ("AllGather", "C")])
+    assert _misaligned_blocks(keys)
+    from scaling_lib.book import table
+    by_width = repr(table([("节点类型", "每节点 GPU"), ("DGX H100", "8"), ("GB200 NVL72", "72")]))
+    assert _misaligned_blocks(by_width)  # aligned in a terminal, not on a web page: use the HTML form
+
+
+def test_printed_tables_with_chinese_are_html_tables(site):
+    """M6: a table whose rows mix Chinese and ASCII is an HTML table (scaling_lib.book.table or an
+    object's _repr_html_), not print() columns padded by characters, which misalign on the page."""
+    import html as _html
+    html_dir, _ = site
+    bad = []
+    for p in _pages(html_dir):
+        text = p.read_text(encoding="utf-8")
+        for m in re.finditer(r"<pre[^>]*>(.*?)</pre>", text, re.S):
+            before = text[:m.start()]
+            if before.rfind('class="cell_output') <= before.rfind('class="cell_input'):
+                continue  # code, not output
+            for block in _misaligned_blocks(_html.unescape(re.sub(r"<[^>]+>", "", m.group(1)))):
+                bad.append(f"{p.relative_to(html_dir)}:\n    " + "\n    ".join(block[:3]))
+    assert not bad, "columns that will not line up:\n" + "\n".join(bad)

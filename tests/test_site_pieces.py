@@ -195,3 +195,28 @@ def test_exercise_page_shows_the_student_stub():
     stub = book_exercises.student_stub(src)
     assert "9.2e14" not in stub and "BEGIN SOLUTION" not in stub
     assert "i_crit_ici = ..." in stub and 'check("1.2", i_crit_ici)' in stub
+
+
+# ---- figures the review found misleading, in the chapter sources ---------------------------------
+
+def _cell_with(src_name, marker):
+    text = (ROOT / "src" / "chapters" / src_name).read_text(encoding="utf-8")
+    cells = text.split("```{code-cell}")
+    hits = [c.split("\n```", 1)[0] for c in cells[1:] if marker in c.split("\n```", 1)[0]]
+    assert len(hits) == 1, f"{src_name}: {len(hits)} code cells draw {marker!r}"
+    return hits[0]
+
+
+def test_chapter4_critical_lines_are_named_in_the_legend():
+    """L7: the v5e and H100 critical-intensity labels overlapped on their dashed lines; the lines
+    are named in the legend instead (no text placed on them)."""
+    cell = _cell_with("04_transformers.md", "强度跨过临界线")
+    assert "a2.text(" not in cell and "label=f\"{chip} 临界强度" in cell
+
+
+def test_chapter6_parameter_shares_on_a_linear_axis():
+    """L10: stacked bars on a log axis understated attention and embeddings; the parts are 100 %
+    bars on a linear axis."""
+    cell = _cell_with("06_applied_training.md", "LLaMA 3 的参数都去哪了")
+    assert 'set_xscale("log")' not in cell and "set_xscale('log')" not in cell
+    assert "ax.set_xlim(0, 100)" in cell and "shares[key] * 100" in cell

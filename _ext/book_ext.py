@@ -200,33 +200,72 @@ class HideTestHarness(SphinxPostTransform):
                 lit.rawsource = new
 
 
+def leading_aside(para) -> tuple | None:
+    """(child index, offset) of the ``）`` that closes a paragraph's leading ``（……。）``, a whole
+    sentence in parentheses before the paragraph's own text; None if the paragraph has none."""
+    first = para.children[0] if para.children else None
+    if not isinstance(first, nodes.Text) or not str(first).startswith("（"):
+        return None
+    depth = 0
+    for i, child in enumerate(para.children):
+        if not isinstance(child, nodes.Text):
+            continue
+        s = str(child)
+        for j, ch in enumerate(s):
+            if ch == "（":
+                depth += 1
+            elif ch == "）":
+                depth -= 1
+                if depth == 0:
+                    return (i, j) if j > 0 and s[j - 1] == "。" else None
+    return None
+
+
 class AsidesToMargin(SphinxPostTransform):
-    """A paragraph that is one parenthetical aside (（……）, an erratum or a side remark: what the
-    original book puts in a footnote) becomes a side note in the right margin on wide screens
-    (sphinx-book-theme's ``margin``), a small note in the text on phones."""
+    """Side notes for what the original book puts in footnotes: a paragraph that is one
+    parenthetical aside (（……）, an erratum or a side remark), or a paragraph's leading
+    parenthetical sentence (（……。）, a remark on what came before), becomes a side note in the
+    right margin on wide screens (sphinx-book-theme's ``margin``), a small note beside the text on
+    phones; the main line reads on without it."""
 
     default_priority = 31
     formats = ("html",)
 
     def run(self, **kwargs):
         for para in list(self.document.findall(nodes.paragraph)):
-            text = para.astext().strip()
-            if not (text.startswith("（") and text.endswith("）") and len(text) > 30):
-                continue
             if not isinstance(para.parent, nodes.section):
                 continue
-            if text.count("（") != text.count("）"):
+            text = para.astext().strip()
+            if text.startswith("（") and text.endswith("）") and len(text) > 30 \
+                    and text.count("（") == text.count("）"):
+                side = nodes.sidebar(classes=["margin", "book-aside"])
+                new = para.deepcopy()
+                first = new.children[0]
+                if isinstance(first, nodes.Text) and str(first).startswith("（"):
+                    new.replace(first, nodes.Text(str(first)[1:]))
+                last = new.children[-1]
+                if isinstance(last, nodes.Text) and str(last).endswith("）"):
+                    new.replace(last, nodes.Text(str(last)[:-1]))
+                side += new
+                para.replace_self(side)
                 continue
+            at = leading_aside(para)
+            if at is None:
+                continue
+            i, j = at
+            kids = list(para.children)
+            s = str(kids[i])
+            rest = [nodes.Text(s[j + 1:])] if s[j + 1:].strip() else []
+            rest += [c.deepcopy() for c in kids[i + 1:]]
+            if not "".join(c.astext() for c in rest).strip():
+                continue  # the whole paragraph is the aside (and shorter than the rule above takes)
+            inner = [nodes.Text(s[1:j])] if i == 0 else \
+                [nodes.Text(str(kids[0])[1:])] + [c.deepcopy() for c in kids[1:i]] + [nodes.Text(s[:j])]
             side = nodes.sidebar(classes=["margin", "book-aside"])
-            new = para.deepcopy()
-            first, last = new.children[0], new.children[-1]
-            if isinstance(first, nodes.Text) and str(first).startswith("（"):
-                new.replace(first, nodes.Text(str(first)[1:]))
-            last = new.children[-1]
-            if isinstance(last, nodes.Text) and str(last).endswith("）"):
-                new.replace(last, nodes.Text(str(last)[:-1]))
-            side += new
-            para.replace_self(side)
+            side += nodes.paragraph("", "", *inner)
+            para.children = []
+            para.extend(rest)
+            para.parent.insert(para.parent.index(para), side)
 
 
 def setup(app):

@@ -172,6 +172,11 @@ DESKTOP_JS = r"""() => {
   });
   // L9: alt text, not file names
   r.badAlt = [...document.images].map(i => i.getAttribute('alt')).filter(a => !a || /_images\/|\.(png|webp|svg|jpe?g)\b/.test(a));
+  // side notes (issue #15 item 5): in the right margin, beside the text column
+  r.asides = [...document.querySelectorAll('.book-aside')].map(a => {
+    const box = a.getBoundingClientRect(), col = a.parentElement.getBoundingClientRect();
+    return {float: getComputedStyle(a).float, right: box.right, columnRight: col.right, text: a.innerText.slice(0, 30)};
+  });
   // L11: unique ids
   const ids = {};
   document.querySelectorAll('[id]').forEach(e => { ids[e.id] = (ids[e.id] || 0) + 1; });
@@ -280,6 +285,9 @@ PHONE_JS = """() => {
                         width: gd.getBoundingClientRect().width,
                         modebar: mb ? getComputedStyle(mb).display !== 'none' && mb.offsetParent !== null : false});
     }
+    // side notes on a phone: a note of their own between paragraphs, not a float that squeezes the text
+    out.floatingAsides = [...document.querySelectorAll('.book-aside')].filter(a => getComputedStyle(a).float !== 'none').length;
+    out.asides = document.querySelectorAll('.book-aside').length;
     // M5: on a phone the glossary's definitions are on the screen, not off to the right
     for (const td of document.querySelectorAll('#sec-appendix-glossary table td')) {
         const r = td.getBoundingClientRect();
@@ -692,6 +700,15 @@ def test_reader_pages_carry_no_test_harness_or_empty_bar(desktop):
     assert not bad, "\n".join(bad)
 
 
+def test_side_notes_sit_in_the_margin(desktop):
+    """Issue #15 item 5: asides that the original puts in footnotes are side notes; at 1280 px
+    each one floats right and reaches past the text column into the margin."""
+    asides = [(rel, a) for rel, r in desktop[0].items() for a in r.get("asides") or []]
+    assert len(asides) >= 3, f"only {len(asides)} side notes in the book"
+    bad = [f"{rel}: {a}" for rel, a in asides if a["float"] != "right" or a["right"] <= a["columnRight"] + 20]
+    assert not bad, "side notes not in the margin:\n" + "\n".join(bad)
+
+
 def test_plotly_ticks_and_legends(desktop):
     """L6: log axes label 10^n, not SI letters ("100B" read as bytes or batch); L8: no legend
     reaches outside its figure at 1280 px."""
@@ -711,7 +728,8 @@ def test_phone_layout_keeps_wide_things_reachable(phone):
     """M3, M4, M7, L5 at 390 px, every chapter page: the page never scrolls sideways; display
     equations and output lines wider than the column scroll inside their own box (nothing is cut
     off); plotly figures put the legend above the plot area (not beside it, where it took 40 %
-    of the width) and hide the mode bar. M5: the glossary's cells stay on the screen."""
+    of the width) and hide the mode bar. M5: the glossary's cells stay on the screen. Side notes
+    sit between paragraphs (a float squeezed the equation beside it)."""
     missing = [p for p in PHONE_PAGES if p not in phone]
     assert not missing, f"not in the phone visit: {missing}"
     failures = []
@@ -726,6 +744,8 @@ def test_phone_layout_keeps_wide_things_reachable(phone):
             failures.append(f"{rel}: the page scrolls sideways ({r['pageWidth']} px > {r['view']} px)")
         if r["cut"]:
             failures.append(f"{rel}: wider than the column and not scrollable: {r['cut'][:5]}")
+        if r["floatingAsides"]:
+            failures.append(f"{rel}: {r['floatingAsides']} side notes float beside the text on a phone")
         if r["offscreenCells"]:
             failures.append(f"{rel}: table cells off the screen: {r['offscreenCells'][:3]}")
         for i, p in enumerate(r["plots"]):
@@ -738,6 +758,7 @@ def test_phone_layout_keeps_wide_things_reachable(phone):
                                 f"({p['legend']} vs {p['area']})")
         if rec["errors"]:
             failures.append(f"{rel}: {rec['errors'][:3]}")
+    assert sum(rec["layout"]["asides"] for rec in phone.values() if not rec["error"]) >= 3, "no side notes seen"
     assert not failures, "\n".join(failures)
 
 

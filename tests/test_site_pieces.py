@@ -220,3 +220,25 @@ def test_chapter6_parameter_shares_on_a_linear_axis():
     cell = _cell_with("06_applied_training.md", "LLaMA 3 的参数都去哪了")
     assert 'set_xscale("log")' not in cell and "set_xscale('log')" not in cell
     assert "ax.set_xlim(0, 100)" in cell and "shares[key] * 100" in cell
+
+
+def test_leading_aside_becomes_a_side_note():
+    """Issue #15 item 5: a paragraph's leading （……。） goes to the margin, the paragraph reads on."""
+    from docutils import nodes
+    import book_ext
+
+    sec = nodes.section()
+    para = nodes.paragraph("", "", nodes.Text("（严格说是 "), nodes.math("", "BF(2D-1)"),
+                           nodes.Text(" 次，差别可以忽略。）输出在 MXU 里累加。"))
+    sec += para
+    assert book_ext.leading_aside(para) == (2, 10)
+    tr = book_ext.AsidesToMargin.__new__(book_ext.AsidesToMargin)
+    tr.document = sec
+    tr.run()
+    side, rest = sec.children
+    assert isinstance(side, nodes.sidebar) and "margin" in side["classes"]
+    assert side.astext() == "严格说是 BF(2D-1) 次，差别可以忽略。"
+    assert rest.astext() == "输出在 MXU 里累加。"
+    # not an aside: parentheses that close a clause (no full stop inside), or no leading one
+    assert book_ext.leading_aside(nodes.paragraph("", "（门控专家是 x）。后文")) is None
+    assert book_ext.leading_aside(nodes.paragraph("", "正文（旁注。）")) is None

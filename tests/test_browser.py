@@ -268,13 +268,14 @@ def desktop(served):
 # ---- what one phone visit of a page records -----------------------------------------------------
 
 PHONE_JS = """() => {
-    const out = {pageWidth: document.documentElement.scrollWidth, view: window.innerWidth, cut: [], n: 0,
+    const out = {pageWidth: document.documentElement.scrollWidth, view: window.innerWidth, cut: [], noCue: [], n: 0,
                  plots: [], offscreenCells: []};
     for (const el of document.querySelectorAll('div.math, .cell_output pre')) {
         out.n += 1;
         if (el.scrollWidth > el.clientWidth + 1) {
-            const ox = getComputedStyle(el).overflowX;
+            const s = getComputedStyle(el), ox = s.overflowX;
             if (ox !== 'auto' && ox !== 'scroll') out.cut.push(el.tagName + ' ' + ox + ' ' + el.textContent.slice(0, 40));
+            else if (!/gradient/.test(s.backgroundImage)) out.noCue.push(el.tagName + ' ' + el.textContent.slice(0, 40));
         }
     }
     for (const gd of document.querySelectorAll('.js-plotly-plot')) {
@@ -727,7 +728,7 @@ def test_plotly_ticks_and_legends(desktop):
 def test_phone_layout_keeps_wide_things_reachable(phone):
     """M3, M4, M7, L5 at 390 px, every chapter page: the page never scrolls sideways; display
     equations and output lines wider than the column scroll inside their own box (nothing is cut
-    off); plotly figures put the legend above the plot area (not beside it, where it took 40 %
+    off) and show a shadow at the edge that hides more; plotly figures put the legend above the plot area (not beside it, where it took 40 %
     of the width) and hide the mode bar. M5: the glossary's cells stay on the screen. Side notes
     sit between paragraphs (a float squeezed the equation beside it)."""
     missing = [p for p in PHONE_PAGES if p not in phone]
@@ -744,6 +745,8 @@ def test_phone_layout_keeps_wide_things_reachable(phone):
             failures.append(f"{rel}: the page scrolls sideways ({r['pageWidth']} px > {r['view']} px)")
         if r["cut"]:
             failures.append(f"{rel}: wider than the column and not scrollable: {r['cut'][:5]}")
+        if r["noCue"]:
+            failures.append(f"{rel}: scrolls sideways without the shadow that says so: {r['noCue'][:3]}")
         if r["floatingAsides"]:
             failures.append(f"{rel}: {r['floatingAsides']} side notes float beside the text on a phone")
         if r["offscreenCells"]:

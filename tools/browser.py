@@ -69,12 +69,22 @@ class _OnTheFly(_Quiet):
     compress_on_the_fly = True
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A page closed while a response was still on its way (the benchmark closes each page at
+        its first paint, on a throttled link) is not an error; anything else is printed."""
+        import sys
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 @contextlib.contextmanager
 def serve(directory, compress_on_the_fly: bool = False):
     """Serve ``directory`` on 127.0.0.1 (a free port); yields the base URL. Precompressed
     ``.br``/``.gz`` files are served as the encoded form of their original (see ``_Quiet``)."""
     handler = functools.partial(_OnTheFly if compress_on_the_fly else _Quiet, directory=os.fspath(directory))
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv = _Server(("127.0.0.1", 0), handler)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     try:

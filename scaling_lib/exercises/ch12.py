@@ -87,7 +87,8 @@ B3B = {"B3b": Param(250, (230, 240, 255, 260, 270))}
 # 12.4: Bm stays well below B200's critical intensity (~281): below ~140, so that reading fp16 as 1 byte still
 # leaves it memory-bound; Bc well above it
 MM4 = {"Bm4": Param(128, (72, 80, 88, 96, 104, 112, 120)), "Bc4": Param(768, (512, 640, 896, 1280, 1536, 2048))}
-VEC7 = {"n7": Param(28, (24, 25, 26, 27, 29, 30, 31))}            # N = 2^n7
+# 12.7/12.7b: N = 2^n7; even 2^24 moves 200 MB (25 µs), far above a kernel launch
+VEC7 = {"n7": Param(28, (24, 25, 26, 27, 29, 30, 31))}
 # 12.9: no value divides 2048, so rounding up and down give different warp counts
 REG9 = {"r9": Param(80, (40, 48, 52, 60, 76, 100, 152, 200))}
 AG12 = {"D12": Param(6144, (3072, 5120, 7168, 10240)),
@@ -137,6 +138,17 @@ def _p17(bytes_per_elem=4, n_io=3, n7=28):
     t = float(ci.elementwise_time(n, "B200", bytes_per_elem=bytes_per_elem, n_inputs=n_io - 1,
                                   clock_hz=1.9e9))
     return [1 / (bytes_per_elem * n_io), t]
+
+
+def _dur(t):
+    """A time in feedback: 25.2 µs, 403 µs, 3.22 ms."""
+    return f"{t * 1e6:.3g} µs" if t < 1e-3 else f"{t * 1e3:.3g} ms"
+
+
+def _gb(n7):
+    """12 bytes per element of 2^n7, written as 12.7b's feedback writes it."""
+    nb = 12 * 2 ** n7
+    return f"{nb / 1e9:.2g} GB" if nb >= 1e9 else f"{nb / 1e6:.3g} MB"
 
 
 def _p18(peak_scale=1.0, tcs=4, clock="boost"):
@@ -307,13 +319,14 @@ EXERCISES = [
                     Slip("按 H100 的 HBM（3.35e12 B/s）算了：这道题在 B200 上，HBM 是 8e12 B/s。",
                          lambda n7: [1 / 12, 12 * 2 ** n7 / 3.35e12])),
              explain=lambda n7: ("强度 1/12 远低于向量单元的临界强度（只有几 FLOPs/字节）：逐元素运算永远带宽受限，"
-                                 f"B200 上约 {_p17(n7=n7)[1] * 1e6:.3g} µs。")),
-    Exercise("12.7b", "add_bound", "choice", **_choice(
-        "C",
-        A="向量单元每秒能做约 4e13 次加法，2^28 次只要约 7 µs，远比搬 3.2 GB 的 0.4 ms 快：算力不是瓶颈。",
-        B="Tensor Core 只做矩阵乘法，逐元素加法用的是 CUDA 核心；而且不管哪种单元，瓶颈都在 HBM。",
-        D="2^28 个元素要搬 3.2 GB，约 0.4 ms，比启动 kernel 的几微秒大得多；延迟只在很小的 N 时主导。"),
-        explain="强度 1/12 远低于临界强度：HBM 带宽决定时间。"),
+                                 f"B200 上约 {_dur(_p17(n7=n7)[1])}。")),
+    Exercise("12.7b", "add_bound", "choice", lambda n7: "C", choices=("A", "B", "C", "D"), params=VEC7,
+             why={"A": lambda n7: (f"向量单元每秒能做约 4e13 次加法，2^{n7} 次只要约 {2 ** n7 / 4e13 * 1e6:.2g} µs，"
+                                   f"远比搬 {_gb(n7)} 的 {_dur(_p17(n7=n7)[1])} 快：算力不是瓶颈。"),
+                  "B": "Tensor Core 只做矩阵乘法，逐元素加法用的是 CUDA 核心；而且不管哪种单元，瓶颈都在 HBM。",
+                  "D": lambda n7: (f"2^{n7} 个元素要搬 {_gb(n7)}，约 {_dur(_p17(n7=n7)[1])}，"
+                                   "比启动 kernel 的几微秒大得多；延迟只在很小的 N 时主导。")},
+             explain="强度 1/12 远低于临界强度：HBM 带宽决定时间。"),
     Exercise("12.8", "tc_fpc", "numbers", _p18, rtol=0.05, unit="FLOPs/周期、倍",
              labels=("L40S 每个 Tensor Core 每周期", "H100 / L40S"),
              slips=(Slip("漏了每个 SM 的 4 个 Tensor Core：这是整个 SM 每周期的 FLOPs，要再除以 4。",

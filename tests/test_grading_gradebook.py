@@ -520,3 +520,45 @@ def test_reference_solutions_score_full_marks_for_many_students(chapter):
                 if not r.correct:
                     failures.append((sid, ex.id, {k: values[k] for k in ex.params}, r.message[:80]))
     assert failures == [], failures[:10]
+
+
+# ---- how much a variant protects: the chance that a classmate's answer passes (README.md) ----------
+
+def test_copy_rates_are_the_chance_of_drawing_the_same_numbers_for_a_sensitive_item():
+    """1.1's answer is a different time for every value of its one parameter: a copy passes exactly
+    when the two students drew the same value, 1/k for k choices (within the sampling error)."""
+    from scaling_lib.grading._copies import copy_rates
+    ex = get("1.1")
+    (name, p), = ex.params.items()
+    k = len(p.choices())
+    r = next(r for r in copy_rates(1, pairs=2000) if r.exercise == "1.1")
+    assert r.params == (name,)
+    assert r.same == r.passes
+    assert abs(r.passes - 1 / k) < 3 * math.sqrt((1 / k) * (1 - 1 / k) / 2000), (r.passes, 1 / k)
+    assert copy_rates(1, pairs=50) == copy_rates(1, pairs=50)  # seeded: the same numbers every run
+
+
+def test_copy_rates_reject_bad_arguments():
+    from scaling_lib.grading._copies import copy_rates, report
+    with pytest.raises(ValueError, match="pairs"):
+        copy_rates(1, pairs=0)
+    with pytest.raises(TypeError, match="chapter"):
+        copy_rates("1")
+    with pytest.raises(ValueError, match="没有练习"):
+        report([11])
+
+
+def test_copied_answers_rarely_pass_as_the_readme_says():
+    """README.md (说清楚…): for every numeric item whose numbers vary, a classmate's answer passes
+    in under 40 % of pairs, and in under 15 % for half of them; every chapter with exercises except
+    the ones README names as fixed has variants."""
+    import statistics
+    from scaling_lib.grading._copies import copy_rates
+    rates = [r for ch in VARIANT_CHAPTERS for r in copy_rates(ch) if r.kind != "choice"]
+    worst = max(rates, key=lambda r: r.passes)
+    assert worst.passes < 0.40, worst
+    assert statistics.median(r.passes for r in rates) < 0.15
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"（第 ([0-9、]+) 章已经支持）", readme)
+    assert m, "README.md no longer names the chapters with per-student numbers"
+    assert [int(c) for c in m.group(1).split("、")] == VARIANT_CHAPTERS

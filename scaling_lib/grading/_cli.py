@@ -29,6 +29,10 @@ def main(argv=None) -> int:
     v.add_argument("--chapter", nargs="*", default=None, help="chapters or notebook names (default: all)")
     v.add_argument("--with-solutions", action="store_true", help=argparse.SUPPRESS)
 
+    c = sub.add_parser("copies", help="per varied exercise: how often a classmate's answer passes")
+    c.add_argument("--chapter", type=int, nargs="*", default=None, help="chapters (default: all)")
+    c.add_argument("--pairs", type=int, default=300, help="pairs of students sampled per exercise")
+
     g = sub.add_parser("grade", help="grade submitted notebooks -> gradebook (CSV, JSON, feedback)")
     g.add_argument("files", nargs="+", help="submitted notebooks (a folder: the notebooks in it)")
     g.add_argument("--out", default="scores.csv", help="CSV score sheet; the JSON and feedback/ go beside it")
@@ -94,6 +98,15 @@ def main(argv=None) -> int:
             print(f"错误：{e}", file=sys.stderr)
             return 2
         print(f"已为 {len(students)} 位学生生成 {len(written)} 份作业：{a.out}/<学号>/")
+        return 0
+
+    if a.cmd == "copies":
+        from ._copies import report
+        try:
+            print(report(a.chapter, pairs=a.pairs))
+        except (TypeError, ValueError) as e:
+            print(f"错误：{e}", file=sys.stderr)
+            return 2
         return 0
 
     if a.timeout_cell <= 0 or a.timeout_notebook <= 0 or (a.jobs is not None and a.jobs < 1) or a.memory_mb < 0:

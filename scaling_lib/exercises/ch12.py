@@ -99,7 +99,9 @@ SU20 = {"B20": Param(2e9, (1e9, 1.5e9, 2.5e9, 3e9, 4e9, 5e9, 6e9))}
 SHARP21 = {"B21": Param(2e9, (5e8, 1e9, 1.5e9, 2.5e9, 3e9, 4e9, 8e9))}
 V24 = {"V24": Param(1.5e9, (5e8, 8e8, 1e9, 2e9, 2.5e9, 3e9, 4e9))}
 # 12.26: the first N stays below 50, so forgetting (N - 1)/N (a ratio of 2) is off by more than 2%
-N26 = {"Na26": Param(24, (6, 10, 12, 14, 18, 20, 22, 28, 32, 36, 40)), "Nb26": Param(72, (64, 144, 256))}
+# 2(N-1)/N tends to 2: above N ~ 16 neighbouring N give speedups within the 2 % tolerance, so a
+# classmate's answer would pass; the small N are spaced > 2 % apart (grading copies)
+N26 = {"Na26": Param(24, (3, 4, 5, 6, 8, 10, 16)), "Nb26": Param(72, (64, 144, 256))}
 MOE29 = {"E29": Param(160, (64, 112, 144, 256)), "k29": Param(6, (3, 4, 7))}
 # 12.30: X = 2 would make (X - 1)/X equal 1/X; X <= 16 keeps (X - 1)/X more than 3% below 1
 X30 = {"X30": Param(4, (3, 5, 6, 8, 10, 12, 16))}

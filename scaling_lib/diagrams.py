@@ -494,7 +494,7 @@ def pipeline_figure(schedule="1f1b", n_stages: int = 4, n_micro: int = 8, ax=Non
     handles = [mp.Patch(facecolor=COLORS["compute"], label="前向（数字：微批次）"),
                mp.Patch(facecolor=COLORS["memory"], label="反向"),
                mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲（气泡）")]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=3, fontsize=8)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=3)
     ax.set_title(f"{kind} 流水线：{Z} 个阶段，"
                  f"{int(np.abs(grid).max())} 个微批次，空闲占 {idle:.0%}", fontsize=10)
     return ax
@@ -1108,7 +1108,7 @@ def serving_timeline(model="LLaMA-3-70B", chip="v5e", n_chips: int = 16, prompt_
                mp.Patch(color=COLORS["memory"], label=f"解码步 {fmt_time(t_dec)}（批次 {batch}）")]
     if mode == "disaggregated":
         handles.append(mp.Patch(color=COLORS["comms"], label="KV 缓存交给解码服务器"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, fontsize=8)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
     worst = max(gaps)
     ax.set_title(("交错式：每来一个请求，解码就停下来等它的预填充" if mode == "interleaved" else
                   "分离式：预填充在另一组芯片上做，解码不停")
@@ -1913,7 +1913,7 @@ def _draw_pipeline_events(ax, ev, Z: int, head: str):
         handles.append(mp.Patch(facecolor=COLORS["comms"], label="G 数据并行 AllReduce"))
     if kinds & {"XF", "XB"}:
         handles.append(mp.Patch(facecolor=_TRANSFER_RED, label="阶段间传输"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(f"{head}，一步 {total:.3g} 个单位，计算空闲占 {pipeline_idle(ev, Z):.0%}",
                  fontsize=10)
     return ax
@@ -2097,7 +2097,7 @@ def dualpipe_figure(n_stages: int = 8, n_micro: int = 20, t_fwd=1.0, t_bgrad=1.0
                mp.Patch(facecolor=fc("compute", 1), label="浅色：从另一端送入的方向"),
                mp.Patch(facecolor="white", edgecolor="black", label="黑框：F 与 B 重叠（F&B）"),
                mp.Patch(facecolor="#eeeeee", hatch="///", edgecolor="#cccccc", label="空闲")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncol=4)
     return fig
 
 
@@ -2390,7 +2390,7 @@ def speculative_figure(spec, gamma: int, n_new=None, t_draft=0.05, t_verify=1.0)
     ax2.step(steps, np.arange(n_tok + 1), where="post", color="#555555", label="普通解码：每步 1 个")
     ax2.set_xlabel("时间（单位：目标模型的一个解码步）")
     ax2.set_ylabel("已生成 token")
-    ax2.legend(fontsize=8, loc="upper left")
+    ax2.legend(loc="upper left")
     per_tok = t / n_tok
     fig.suptitle(f"{len(rounds)} 次目标前向产出 {n_tok} 个 token（平均 {n_tok / len(rounds):.2f} 个/次），"
                  f"每个 token 约 {per_tok:.2f} 个目标步", fontsize=10)

@@ -242,3 +242,20 @@ def test_leading_aside_becomes_a_side_note():
     # not an aside: parentheses that close a clause (no full stop inside), or no leading one
     assert book_ext.leading_aside(nodes.paragraph("", "（门控专家是 x）。后文")) is None
     assert book_ext.leading_aside(nodes.paragraph("", "正文（旁注。）")) is None
+
+
+def test_legends_are_legible_on_a_phone():
+    """website-review M2: every legend is at least 9 pt. The size is set once (plots.set_style's
+    legend.fontsize); no legend call in the library or a chapter sets a smaller one."""
+    import re
+    import matplotlib as mpl
+    from scaling_lib import plots
+    plots.set_style()
+    assert mpl.rcParams["legend.fontsize"] >= 9
+    small = []
+    for p in [*(ROOT / "scaling_lib").rglob("*.py"), *(ROOT / "src" / "chapters").glob("*.md")]:
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.search(r"legend\(.*fontsize\s*=\s*([0-9.]+)", line)
+            if m and float(m.group(1)) < 9:
+                small.append(f"{p.relative_to(ROOT)}:{i}")
+    assert small == [], small

@@ -80,7 +80,7 @@ def draw_compare(a="TPU v5p", b="H100", ax=None):
     ax.set_xscale("log")
     ax.set_xlabel("带宽（B/s，每方向）")
     ax.invert_yaxis()
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(loc="lower right")
     ax.set_title(f"带宽阶梯：{ca.name} 对比 {cb.name}", fontsize=9)
     plt.show()
     from IPython.display import display

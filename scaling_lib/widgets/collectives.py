@@ -64,7 +64,7 @@ def draw_collective(kind="all_gather", topology="v5e 16×16 整个 Pod，X 轴",
     ax.set_xlabel("数组大小（字节）")
     ax.set_ylabel("时间（秒）")
     ax.set_title(f"{C.KIND_ZH[kind]}：{one.topology}", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(loc="upper left")
     ax.text(0.98, 0.04, f"{fmt_bytes(one.nbytes)} → {fmt_time(one.total)}\n{one.regime}，"
             f"有效带宽 {fmt_bw(one.effective_bandwidth)}", transform=ax.transAxes, ha="right",
             va="bottom", fontsize=8, bbox={"fc": "white", "ec": "0.8"})
@@ -197,7 +197,7 @@ def draw_collective_sized(kind="all_reduce", family=FAMILIES[0], size=4, nbytes=
     ax.set_ylabel("时间（秒）")
     ax.set_title(f"{C.KIND_ZH[kind]}：{label}（{one.n_devices} 个设备"
                  + (f"，内层已分片 {int(inner)} 路" if int(inner) > 1 else "") + "）", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(loc="upper left")
     extra = f"\n瓶颈层：{one.bottleneck}" if one.bottleneck else ""
     ax.text(0.98, 0.04, f"{fmt_bytes(one.nbytes)} → {fmt_time(one.total)}\n{one.regime}，"
             f"有效带宽 {fmt_bw(one.effective_bandwidth)}{extra}", transform=ax.transAxes,

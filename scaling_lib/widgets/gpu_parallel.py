@@ -65,7 +65,7 @@ def draw_parallel(node="DGX H100", d_ff=28672, tokens_per_gpu=4096, tp=8, ep=64,
     ax.set_xlabel("每层时间（秒）")
     ax.set_title(f"{node}：D = {int(d_model)}，F = {int(d_ff)}，k = {int(top_k)}，"
                  f"每 GPU {int(tokens_per_gpu)} 个 token", fontsize=9)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(loc="lower right")
     plt.show()
     return res
 

@@ -62,7 +62,7 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
         ax.axvspan(bc, bs[-1], color="#009E73", alpha=0.08, lw=0)
     ax.set_xscale("log"), ax.set_yscale("log")
     ax.set_xlabel("批次大小 B（序列数）"), ax.set_ylabel("每个解码步的时间（ms）")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(loc="upper left")
     hbm = c.hbm_bytes / 1e9
     p_chip = m.params * inference.bytes_per_elem(weights) / n / 1e9
     kv_chip = float(st.memory_bytes) / n / 1e9 - p_chip
@@ -70,7 +70,7 @@ def draw_serving(model="LLaMA 3-70B（P 取 70e9）", chip="TPU v5e", n_chips=16
     ax2.bar([0], [kv_chip], bottom=[p_chip], color="#D55E00", label="KV 缓存")
     ax2.axhline(hbm, color="k", ls="--", lw=1)
     ax2.set_xticks([]), ax2.set_ylabel("每芯片 HBM（GB）"), ax2.set_ylim(0, hbm * 1.15)
-    ax2.legend(fontsize=7, loc="lower center")
+    ax2.legend(loc="lower center")
     plt.show()
     tpc = float(st.tokens_per_s_per_chip)
     regime = "计算受限（FFN）" if bool(st.compute_bound) else "内存带宽受限"
@@ -132,7 +132,7 @@ def draw_pareto(seq_len=8192, weights="int8", n_chips=16, budget_ms=15.0,
         ax.scatter([best[3] * 1e3], [best[2]], color="#CC79A7", zorder=5, s=40)
     ax.set_xscale("log"), ax.set_yscale("log")
     ax.set_xlabel("每步延迟（ms）"), ax.set_ylabel("每芯片吞吐（token/s）")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(loc="lower right")
     plt.show()
     if best:
         print(f"延迟预算 {budget_ms:g} ms 内最好的点：{best[0]} 颗芯片，B = {best[1]}，"
@@ -256,7 +256,7 @@ def draw_intensity(S=8192, T=1, G=8, chip="TPU v5e", D=8192, F=28672):
     ax.scatter([t], [here], color="#CC79A7", zorder=5)
     ax.set_xscale("log"), ax.set_yscale("log")
     ax.set_xlabel("查询 token 数 T"), ax.set_ylabel("算术强度（FLOPs/字节）")
-    ax.legend(fontsize=7)
+    ax.legend()
     bs = np.logspace(0, 4, 120)
     ax2.plot(bs, roofline.matmul_intensity(bs, D, F), label=f"线性层 D = {int(D)}，F = {int(F)}")
     ax2.axhline(ridge, color="k", ls="--", lw=1)
@@ -266,7 +266,7 @@ def draw_intensity(S=8192, T=1, G=8, chip="TPU v5e", D=8192, F=28672):
         ax2.axvline(b_exact, color="#D55E00", ls=":", label=f"精确 B* = {b_exact:.0f}")
     ax2.set_xscale("log"), ax2.set_yscale("log")
     ax2.set_xlabel("批次大小 B（token）"), ax2.set_ylabel("算术强度（FLOPs/字节）")
-    ax2.legend(fontsize=7)
+    ax2.legend()
     plt.show()
     bound = "计算受限" if here >= ridge else "内存带宽受限"
     print(f"这次注意力的强度 {here:.3g} FLOPs/字节，{c.name} 的临界算术强度 {ridge:.0f}：{bound}")

@@ -121,7 +121,7 @@ def draw_cost(program: str, chip: str, measured_ms: float, programs: dict):
     plot_traces(ax, traces)
     if measured_ms > 0:
         ax.axvline(measured_ms, color="#1f77b4", ls="--", label=f"实测 {measured_ms:.3g} ms")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right")
     ax.set_xlabel("耗时（ms）")
     head = f"{program} 在 {ot.chip} 上：{ot.bottleneck}，估计 {fmt_time(ot.t)}"
     if measured_ms > 0:
@@ -211,7 +211,7 @@ def draw_collective_matmul(B: int = 1024, D: int = 2048, F: int = 8192, X: int =
     badge = "通信被藏住" if m.hidden else "通信露在外面"
     ax.set_title(f"朴素 {fmt_time(m.naive)}，集合矩阵乘法 {fmt_time(m.collective)}，"
                  f"无通信下限 {fmt_time(m.no_comm)}：{badge}", fontsize=9)
-    ax.legend(handles=list(ax._timeline_handles.values()), loc="lower right", fontsize=8)
+    ax.legend(handles=list(ax._timeline_handles.values()), loc="lower right")
     fig.subplots_adjust(left=0.16, right=0.98, bottom=0.16, top=0.88)
     plt.show()
 

@@ -73,7 +73,7 @@ def draw_roofline(chip="TPU v5e", op="matmul", mode="bf16（全部）", link="hb
            f"利用率 {r.utilisation:.0%}：{r.bottleneck}")
     ax.text(0.02, 0.97, txt, transform=ax.transAxes, va="top", fontsize=8.5,
             bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right")
     return r
 
 
@@ -141,7 +141,7 @@ def draw_batch(chip="TPU v5e", mode="bf16（全部）", D=4096, F=4096, B_max=20
     ax.set_xlabel("批次大小 B（token）")
     ax.set_ylabel("耗时（µs）")
     ax.set_title(f"{c.name}：X[B,{D}]·W[{D},{F}]")
-    ax.legend(fontsize=8)
+    ax.legend()
     return roofline.critical_batch(c, w=w, compute=compute, D=D, F=F, x=x, out=out)
 
 

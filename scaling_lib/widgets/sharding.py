@@ -116,8 +116,8 @@ def draw_matmul(a_i="X", a_j="", b_j="", b_k="Y", out="自动", X=4, Y=2, I=8192
     holder.text(0.0 if card is not None else 0.01, 1.0 if card is not None else 0.98, "\n".join(lines),
                 transform=holder.transAxes, va="top", fontsize=8.5,
                 bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"})
-    ax.legend(loc="upper right", fontsize=8, ncol=2) if card is not None else \
-        ax.legend(loc="lower right", fontsize=8, ncol=2)
+    ax.legend(loc="upper right", ncol=2) if card is not None else \
+        ax.legend(loc="lower right", ncol=2)
     ax.grid(axis="y", visible=False)
     plt.show()
     return p
@@ -263,7 +263,7 @@ def draw_race(B=1024, D=8192, F=32768, X=4, chip="TPU v5p", ax=None):
     win = names[0] if t1 <= t2 else names[1]
     ax.set_title(f"B={int(B)}，D={int(D)}，F={int(F)}，|X|={int(X)}：{win}更快"
                  f"（{fmt_time(min(t1, t2))} 对 {fmt_time(max(t1, t2))}）", fontsize=9)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right")
     ax.grid(axis="y", visible=False)
     plt.show()
     return r

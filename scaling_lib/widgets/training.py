@@ -89,7 +89,7 @@ def draw_training_roofline(chip="TPU v5p", n_fsdp=512, n_tp=8, d_model=8192, d_f
     name = hardware.get(chip).name
     ax.set_title(f"{name}，FSDP {n_fsdp} × TP {n_tp}（M_X={c['m_x']}，M_Y={c['m_y']}）：{_thr_text(thr)}",
                  fontsize=9.5)
-    ax.legend(loc="upper left", fontsize=8.5)
+    ax.legend(loc="upper left")
     return c
 
 
@@ -195,7 +195,7 @@ def draw_planner(model="LLaMA-3-70B", chip="TPU v5p", log2_chips=13, log2_batch=
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlim(0, left.max() * 1.02)
     ax.set_xlabel("各部分时间（毫秒，首尾相接；重叠时单步只取最长的一段）")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=5, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=5, frameon=False)
     b = res.best
     ax.set_title(f"{m.name}，{cl}，批次 {fmt_num(batch)} token：最优 {b.strategy}，单步 "
                  f"{fmt_time(b.step_time)}，瓶颈 {tr._LABELS[b.bottleneck]}", fontsize=9)
@@ -280,7 +280,7 @@ def draw_llama_plan(model="LLaMA-3-70B", tokens_t=15.0, log2_batch=22, chip="TPU
     ax.set_ylabel("计算时间 / 通信时间")
     ax.axhline(mfu, color="#D55E00", ls=":", lw=1)
     ax.set_title(f"{m.name}：{verdict}", fontsize=9.5)
-    ax.legend(fontsize=8)
+    ax.legend()
     return e
 
 

@@ -95,7 +95,7 @@ def draw_accountant(preset="LLaMA-3-8B", d_model=4096, d_ff=14336, n_layers=32, 
         left += widths
     ax1.set_yticks([0, 1], ["激活", "总计"])
     ax1.set_xlabel("参数量（十亿）")
-    ax1.legend(fontsize=7, loc="lower right")
+    ax1.legend(loc="lower right")
     ax1.set_title("参数构成")
     # FLOPs per token vs context length (stacked), current T marked
     ts = np.logspace(np.log10(512), 6, 48)
@@ -108,7 +108,7 @@ def draw_accountant(preset="LLaMA-3-8B", d_model=4096, d_ff=14336, n_layers=32, 
     ax2.set_xlabel("上下文长度 T（token）")
     ax2.set_ylabel("训练 FLOPs / token")
     ax2.set_title("每 token 训练 FLOPs 的构成")
-    ax2.legend(fontsize=7, loc="upper left")
+    ax2.legend(loc="upper left")
     text = accountant_text(cfg, seq_len, kv_dtype, remat, tokens_per_step)
     if show:
         plt.show()
@@ -185,7 +185,7 @@ def draw_remat(model="LLaMA-3-70B", tokens_per_step=4e6, n_chips=256, chip="TPU 
     ax.set_xscale("log")
     ax.set_xlabel("每芯片内存（GB，对数坐标）")
     ax.set_title(f"{cfg.label}：每步 {fmt_num(tokens_per_step)} token，{n_chips} 颗芯片均分")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(loc="lower right")
     if show:
         plt.show()
     return fig
@@ -287,7 +287,7 @@ def draw_context(chip="TPU v5e", d_model=8192, group=8, phase="prefill", seq_len
     ax2.set_yscale("log")
     ax2.set_xlabel("上下文长度 S（token）")
     ax2.set_ylabel("FLOPs/字节")
-    ax2.legend(fontsize=7)
+    ax2.legend()
     if show:
         plt.show()
         ratio = float(tr.attention_to_matmul_ratio(S, cfg)) if phase == "prefill" else float("nan")

@@ -562,3 +562,21 @@ def test_copied_answers_rarely_pass_as_the_readme_says():
     m = re.search(r"（第 ([0-9、]+) 章已经支持）", readme)
     assert m, "README.md no longer names the chapters with per-student numbers"
     assert [int(c) for c in m.group(1).split("、")] == VARIANT_CHAPTERS
+
+
+def test_variant_demo_class_expects_every_copy_to_lose_marks(tmp_path):
+    """tools/demo_class.py run --variants: every chapter with per-student numbers, three students'
+    own copies (full marks) and one copied under another id, which must be expected to lose marks
+    (the demonstration then checks the real grader's sheet against these expectations)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("demo_class", ROOT / "tools" / "demo_class.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    expect = demo.build_variant_class(tmp_path / "class", tmp_path)
+    copies = {n: e for n, e in expect.items() if e["kind"] == "copied from a classmate"}
+    own = {n: e for n, e in expect.items() if e["kind"] == "own variant"}
+    assert len(copies) == len(VARIANT_CHAPTERS) and len(own) == 3 * len(VARIANT_CHAPTERS)
+    assert all(e["total"] == e["max"] for e in own.values())
+    assert all(e["total"] < e["max"] for e in copies.values()), copies
+    assert sorted(p.name for p in (tmp_path / "class").iterdir()) == sorted(expect)
+    assert (tmp_path / "roster.csv").read_text(encoding="utf-8").split() == ["student", "s01", "s02", "s03"]

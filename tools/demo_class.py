@@ -4,6 +4,7 @@
     python tools/demo_class.py build FOLDER     # FOLDER/class/*.ipynb and FOLDER/expected.json
     python tools/demo_class.py run FOLDER       # build, grade it in ONE `python -m scaling_lib.grading
                                                 # grade` run (default parallelism), measure, check
+    python tools/demo_class.py run FOLDER --variants   # the same for a class with per-student numbers
 
 The class: the reference notebook of every chapter (each must score full marks), honest variations
 (UTF-8 BOM + CRLF, nbformat 3, a blank student copy, one absurd answer, a huge output, student copies
@@ -384,6 +385,46 @@ def build_class(subs: Path, sheet: Path, marker: str, *, hostile: bool, partials
     return expect
 
 
+VARIANT_SECRET = b"demo-class-variant-secret-0123456789"
+
+
+def build_variant_class(subs: Path, folder: Path, students=("s01", "s02", "s03")) -> dict:
+    """A class with per-student numbers: every chapter whose exercises declare ``params``, each
+    student's own copy with the reference solutions run on that student's numbers (full marks), and
+    per chapter one copy handed in under another student's id (it earns only the items where the
+    classmate's answer also passes: choice letters everybody shares, items without numbers, and
+    numbers both happened to draw). Writes ``folder/course.key`` and ``folder/roster.csv``.
+    Returns {file name: expectation} like ``build_class``."""
+    from scaling_lib import grading
+    from scaling_lib.exercises import chapter_params, draw, for_chapter
+    from scaling_lib.grading import evaluate
+    nbf = _nbformat()
+    (folder / "course.key").write_bytes(VARIANT_SECRET)
+    hand = folder / "variants"
+    chapters = [int(p.stem[:2]) for p in REFS if chapter_params(int(p.stem[:2]))]
+    grading.make_variants(VARIANT_SECRET, list(students), ROOT / "exercises", hand,
+                          names=[str(c) for c in chapters], with_solutions=True)
+    subs.mkdir(parents=True, exist_ok=True)
+    expect = {}
+    for ch in chapters:
+        ref = next(p for p in REFS if int(p.stem[:2]) == ch)
+        values = {s: draw(chapter_params(ch), VARIANT_SECRET, s, ch) for s in students}
+        for s in students:
+            name = f"{s}_{ref.stem}.ipynb"
+            shutil.copy(hand / s / ref.name, subs / name)
+            expect[name] = {"kind": "own variant", "total": chapter_max(ch), "max": chapter_max(ch)}
+        # students[1] hands in students[0]'s work
+        thief, victim = students[1], students[0]
+        name = f"copy_by_{thief}_{ref.stem}.ipynb"
+        shutil.copy(hand / victim / ref.name, subs / name)
+        earned = sum(e.points for e in for_chapter(ch)
+                     if evaluate(e, e.reference(values[victim]), values=values[thief]).correct)
+        expect[name] = {"kind": "copied from a classmate", "total": float(earned), "max": chapter_max(ch)}
+    # the roster names the students; each file is theirs by the id in its name (s01_…, copy_by_s02_…)
+    (folder / "roster.csv").write_text("student\n" + "".join(f"{s}\n" for s in students), encoding="utf-8")
+    return expect
+
+
 def aftermath(marker: str, sheet: Path, sheet_bytes: bytes, hash_before: str) -> dict:
     """What the attacks left behind after the grader exited (call a few seconds after it)."""
     alive = []
@@ -487,7 +528,7 @@ def _tree_rss_mb(root_pid: int) -> float:
     return total / 2**20
 
 
-def run(folder: Path, extra_args=()) -> dict:
+def run(folder: Path, extra_args=(), variants: bool = False) -> dict:
     folder = folder.resolve()
     if folder.exists():
         shutil.rmtree(folder)
@@ -506,7 +547,13 @@ def run(folder: Path, extra_args=()) -> dict:
     if why is not None:
         print(f"no working bubblewrap sandbox ({why}): the hostile submissions are left out", flush=True)
     marker = "EVIL_DAEMON_" + uuid.uuid4().hex[:8]
-    expect = build_class(subs, sheet, marker, hostile=why is None)
+    if variants:
+        folder.mkdir(parents=True)
+        expect = build_variant_class(subs, folder)
+        extra_args = ["--secret-file", str(folder / "course.key"), "--roster", str(folder / "roster.csv"),
+                      *extra_args]
+    else:
+        expect = build_class(subs, sheet, marker, hostile=why is None)
     (folder / "expected.json").write_text(json.dumps(expect, ensure_ascii=False, indent=1), encoding="utf-8")
     before = sources_hash()
     cmd = [sys.executable, "-m", "scaling_lib.grading", "grade", str(subs), "--out", str(sheet), *extra_args]
@@ -590,6 +637,8 @@ def main(argv=None) -> int:
     ap.add_argument("cmd", choices=("build", "run"))
     ap.add_argument("folder", type=Path)
     ap.add_argument("--no-hostile", action="store_true", help="build: honest submissions only")
+    ap.add_argument("--variants", action="store_true",
+                    help="run: a class with per-student numbers (own copies and copied ones) instead")
     ap.add_argument("grade_args", nargs="*", help="run: more arguments for `grade` (after --)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -600,7 +649,7 @@ def main(argv=None) -> int:
         (a.folder / "expected.json").write_text(json.dumps(expect, ensure_ascii=False, indent=1), encoding="utf-8")
         print(f"{len(expect)} submissions in {a.folder / 'class'}")
         return 0
-    rep = run(a.folder, a.grade_args)
+    rep = run(a.folder, a.grade_args, variants=a.variants)
     short = {k: v for k, v in rep.items() if k != "rows"}
     print(json.dumps(short, ensure_ascii=False, indent=1))
     by_kind: dict = {}
